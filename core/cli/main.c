@@ -1,0 +1,145 @@
+/*
+ * main.c - the strata command: subcommands, and the main job (generate).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "gguf/gguf.h"
+#include "plugin/registry.h"
+#include "tok/tokenizer.h"
+#include "util/log.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command g_commands[] = {
+	{ "info", strata_cmd_info, "print a GGUF file's metadata and tensors" },
+	{ "tokenize", strata_cmd_tokenize, "print the token ids of a text" },
+	{ "plugins", strata_cmd_plugins, "list the plugins on the search path" },
+};
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [-c strata.ini] [options]      generate text (see --help)\n", prog);
+	for (size_t i = 0; i < sizeof(g_commands) / sizeof(g_commands[0]); i++)
+		printf("       %s %-10s [args]           %s\n", prog, g_commands[i].name,
+		       g_commands[i].help);
+	printf("\n");
+	strata_config_print_help(prog);
+}
+
+struct run_state {
+	int32_t *tokens; /* prompt, then generated */
+	uint32_t n, cap;
+	int quiet;       /* --dump-logits: stdout carries the sha256 line only */
+};
+
+static int on_token(void *user, int32_t id, const char *piece, size_t len)
+{
+	struct run_state *st = user;
+
+	if (st->n < st->cap)
+		st->tokens[st->n++] = id;
+	if (st->quiet)
+		return 0;
+	fwrite(piece, 1, len, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+static void print_prompt(const struct strata_config *c)
+{
+	if (c->prompt_file) {
+		FILE *f = fopen(c->prompt_file, "rb");
+		char buf[4096];
+		size_t r;
+
+		if (!f)
+			return;
+		while ((r = fread(buf, 1, sizeof(buf), f)) > 0)
+			fwrite(buf, 1, r, stdout);
+		fclose(f);
+	} else if (c->prompt) {
+		fputs(c->prompt, stdout);
+	}
+	fflush(stdout);
+}
+
+static int run(int argc, char **argv)
+{
+	struct strata_engine *e;
+	struct strata_stats st = { 0 };
+	struct run_state rs = { 0 };
+	int32_t *prompt = NULL;
+	int rc, n;
+
+	rc = strata_engine_create_args(argc, argv, &e);
+	if (rc == 1)
+		return 0; /* --help */
+	if (rc)
+		return 1;
+	n = strata_engine_prompt_tokens(e, &prompt);
+	if (n < 0) {
+		strata_engine_free(e);
+		return 1;
+	}
+	if ((uint32_t)n > strata_seq_n_ctx(e->seq)) {
+		strata_error("the prompt has %d tokens but the context holds %u "
+			     "(raise [model] ctx_size or --ctx-size)", n, strata_seq_n_ctx(e->seq));
+		free(prompt);
+		strata_engine_free(e);
+		return 1;
+	}
+	rs.cap = strata_seq_n_ctx(e->seq) + 1;
+	rs.tokens = malloc(rs.cap * sizeof(int32_t));
+	if (!rs.tokens) {
+		free(prompt);
+		strata_engine_free(e);
+		return 1;
+	}
+	memcpy(rs.tokens, prompt, (size_t)n * sizeof(int32_t));
+	rs.n = (uint32_t)n;
+	rs.quiet = e->cfg.dump_logits != NULL;
+	if (!rs.quiet)
+		print_prompt(&e->cfg);
+	rc = strata_generate(e, prompt, (uint32_t)n, e->cfg.n_predict, on_token, &rs, &st);
+	if (!rs.quiet)
+		printf("\n");
+	fflush(stdout); /* the timing line on stderr comes after the text */
+	if (rc >= 0 && rs.quiet)
+		rc = strata_engine_write_dump(e, rs.tokens, (uint32_t)n, st.n_gen,
+					      e->cfg.dump_logits);
+	if (rc >= 0) {
+		fprintf(stderr, "prompt %u tokens in %.2f ms (%.1f tok/s); generated %u tokens in "
+			"%.2f ms (%.1f tok/s)\n", st.n_prompt, st.prompt_ms,
+			st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen,
+			st.gen_ms, st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
+	}
+	free(prompt);
+	free(rs.tokens);
+	strata_engine_free(e);
+	return rc < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && argv[1][0] != '-') {
+		for (size_t i = 0; i < sizeof(g_commands) / sizeof(g_commands[0]); i++)
+			if (strcmp(argv[1], g_commands[i].name) == 0)
+				return g_commands[i].fn(argc - 1, argv + 1);
+		strata_error("unknown command '%s' (try --help)", argv[1]);
+		return 2;
+	}
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(argv[0]);
+			return 0;
+		}
+	return run(argc, argv);
+}

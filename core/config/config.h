@@ -1,0 +1,113 @@
+/*
+ * config.h - run configuration: strata.ini + environment + command line.
+ *
+ * Precedence: command line > environment > INI file > built-in default.
+ *
+ * The INI file is read with inih.  Every section and key is checked against a
+ * schema: an unknown section or key, or a value that does not parse or is out
+ * of range, is one error "FILE:LINE: ..." and the load fails.  Sections named
+ * after a plugin ([path-batched], [io-uring], ...) are kept as raw key/values
+ * with their line numbers; strata_config_check_plugin_keys() validates them
+ * once the plugins, which declare their keys, are known.
+ *
+ * Environment: every schema key can be set as STRATA_<SECTION>_<KEY> in upper
+ * case with '-' as '_' (STRATA_RUN_THREADS=2, STRATA_PLE_READERS=8); a bad
+ * value names the variable.
+ *
+ * Relative paths in the INI file (model path, plugin dir, prompt file) are
+ * resolved against the INI file's directory; on the command line and in the
+ * environment, against the current directory.
+ */
+#ifndef STRATA_CONFIG_H
+#define STRATA_CONFIG_H
+
+#include <stdint.h>
+
+struct strata_config_raw; /* plugin-section key/values, opaque */
+
+struct strata_config {
+	/* [model] */
+	char *model_path;     /* path = FILE (-m) */
+	uint32_t ctx_size;    /* ctx_size = N (--ctx-size; -c is the INI file); 0 = the model's, at most 4096 */
+
+	/* [run] */
+	char *prompt;         /* prompt = TEXT (-p) */
+	char *prompt_file;    /* prompt_file = FILE (-f); wins over prompt when set */
+	int32_t n_predict;    /* n_predict = N (-n); -1 = until EOS or context end */
+	int32_t threads;      /* threads = N (-t); 0 = all online CPUs */
+	float temp;           /* temp = F (--temp); 0 = greedy */
+	int32_t top_k;        /* top_k = N (--top-k); 0 = off */
+	float top_p;          /* top_p = F (--top-p); 1 = off */
+	float min_p;          /* min_p = F (--min-p); 0 = off */
+	float repeat_penalty; /* repeat_penalty = F (--repeat-penalty); 1 = off */
+	int32_t repeat_last_n;/* repeat_last_n = N (--repeat-last-n) */
+	uint64_t seed;        /* seed = N (--seed); STRATA_SEED_RANDOM = from the clock */
+	int add_bos;          /* bos = auto|true|false (--bos/--no-bos); -1 = auto */
+	char *dump_logits;    /* --dump-logits FILE (command line only) */
+	int verbose;          /* --verbose / -v (command line only) */
+
+	/* [prefill] */
+	char *prefill;        /* chunk = auto | auto:N | N (--prefill); "auto" = 8192 */
+
+	/* [plugins] */
+	char *plugin_dir;     /* dir = DIR (--plugin-dir); searched first */
+
+	/* [prompt] */
+	char *paths;          /* paths = comma-separated path plugins, tried in order */
+
+	/* everything from plugin sections, see above */
+	struct strata_config_raw *raw;
+	char *ini_path;       /* the -c file, NULL when none */
+};
+
+#define STRATA_SEED_RANDOM UINT64_MAX
+
+/* Fill with built-in defaults.  Returns 0 or -ENOMEM. */
+int strata_config_init(struct strata_config *c);
+/* Free everything owned by c (all char * fields are owned). */
+void strata_config_free(struct strata_config *c);
+
+/*
+ * Load an INI file into c (fields it sets replace current values).
+ * Returns 0, or a negative errno after logging "FILE:LINE: reason" (or
+ * "FILE: reason" when it cannot be read).
+ */
+int strata_config_load_file(struct strata_config *c, const char *path);
+
+/* Apply STRATA_<SECTION>_<KEY> variables.  0 or -EINVAL after logging. */
+int strata_config_apply_env(struct strata_config *c);
+
+/*
+ * The whole run-mode command line: finds -c FILE (or --config), loads it,
+ * applies the environment, then the flags, so the precedence above holds.
+ * argv[0] is the program.  Returns 0; 1 when --help was printed (the caller
+ * exits 0); or -EINVAL after logging the offending flag.
+ */
+int strata_config_from_args(struct strata_config *c, int argc, char **argv);
+
+/* The run-mode --help text. */
+void strata_config_print_help(const char *prog);
+
+/*
+ * Value of a key in any section (schema or plugin section) as text, after
+ * precedence; NULL when unset.  Owned by c.
+ */
+const char *strata_config_get(const struct strata_config *c, const char *section,
+			      const char *key);
+
+/*
+ * Check the keys of plugin section `section` against the NULL-terminated list
+ * the plugin declares.  An unknown key is logged as "FILE:LINE: unknown key
+ * 'k' in [section]" and gives -EINVAL.
+ */
+int strata_config_check_plugin_keys(const struct strata_config *c, const char *section,
+				    const char *const *keys);
+/* Names of the plugin sections seen (NULL-terminated, owned by c). */
+const char *const *strata_config_plugin_sections(const struct strata_config *c);
+/* "FILE:LINE" of a plugin section's header, for error messages. */
+const char *strata_config_section_where(const struct strata_config *c, const char *section);
+
+/* Prefill chunk size from c->prefill ("auto" = 8192); -EINVAL if malformed. */
+int strata_config_prefill_chunk(const char *spec, uint32_t *chunk);
+
+#endif

@@ -1,0 +1,405 @@
+/*
+ * kernels.c - SIMD level selection and the matmul driver.
+ *
+ * The arithmetic lives in the per-level tables (kernels_scalar.c,
+ * kernels_avx2.c, kernels_avx512.c; see kernels_impl.h).  This file decides
+ * which table runs, how a matmul is cut into chunks and how many threads it
+ * is worth: the matrices of small models are tiny, so a GEMV of 64x64 runs
+ * inline on the caller (no thread wake-up), and larger work is split into
+ * about four chunks per thread handed out through an atomic counter, so a
+ * worker that wakes late simply takes fewer chunks.
+ */
+#define _GNU_SOURCE
+#include "kernels.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kernels_impl.h"
+#include "util/log.h"
+
+/* Below this many multiply-adds per thread, another thread costs more than
+ * it saves (dispatch ~1 us, a cache line or two of traffic). */
+#define MM_MIN_MACS_PER_THREAD ((int64_t)1 << 16)
+/* Tokens of activations one chunk keeps hot in L2 while rows stream by. */
+#define MM_ACT_BLOCK_BYTES ((size_t)256 << 10)
+/* Chunks per thread, for load balance. */
+#define MM_CHUNKS_PER_THREAD 4
+/* Quantise activations on several threads from this many values up. */
+#define MM_PAR_QUANT_VALUES ((int64_t)1 << 15)
+
+/* ---- level selection ---------------------------------------------------- */
+
+static const struct strata_kern_level *_Atomic g_lv;
+static _Atomic int g_level;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+const struct strata_kern_level *strata_kern_level_get(int level)
+{
+	switch (level) {
+	case STRATA_SIMD_SCALAR:
+		return &strata_kern_scalar;
+#ifdef STRATA_KERN_X86
+	case STRATA_SIMD_AVX2:
+		return &strata_kern_avx2;
+	case STRATA_SIMD_AVX512:
+		return &strata_kern_avx512;
+#endif
+	default:
+		return NULL;
+	}
+}
+
+enum strata_simd strata_simd_detect(void)
+{
+#ifdef STRATA_KERN_X86
+	__builtin_cpu_init();
+	/* AVX-512 here includes VNNI (Cascade Lake, Ice Lake, Zen 4 on): the
+	 * Q8 kernels are built around vpdpbusd, and the TU is compiled with
+	 * -mavx512vnni, so older AVX-512 parts use the AVX2 level. */
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+	    !__builtin_cpu_supports("f16c"))
+		return STRATA_SIMD_SCALAR;
+	if (__builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512vnni"))
+		return STRATA_SIMD_AVX512;
+	return STRATA_SIMD_AVX2;
+#else
+	return STRATA_SIMD_SCALAR;
+#endif
+}
+
+const char *strata_simd_name(enum strata_simd level)
+{
+	switch (level) {
+	case STRATA_SIMD_SCALAR:
+		return "scalar";
+	case STRATA_SIMD_AVX2:
+		return "avx2";
+	case STRATA_SIMD_AVX512:
+		return "avx512";
+	}
+	return "?";
+}
+
+static void init_level(void)
+{
+	enum strata_simd lvl = strata_simd_detect();
+	const char *cap = getenv("STRATA_SIMD");
+
+	if (cap && *cap) {
+		int c = -1;
+
+		for (int i = STRATA_SIMD_SCALAR; i <= STRATA_SIMD_AVX512; i++)
+			if (strcasecmp(cap, strata_simd_name(i)) == 0)
+				c = i;
+		if (c < 0)
+			strata_warn("STRATA_SIMD=%s: expected scalar, avx2 or avx512; "
+				    "ignored", cap);
+		else if (c < (int)lvl)
+			lvl = (enum strata_simd)c;
+	}
+	atomic_store(&g_level, (int)lvl);
+	atomic_store(&g_lv, strata_kern_level_get(lvl));
+}
+
+static const struct strata_kern_level *cur_level(void)
+{
+	const struct strata_kern_level *lv =
+		atomic_load_explicit(&g_lv, memory_order_acquire);
+
+	if (lv)
+		return lv;
+	pthread_once(&g_once, init_level);
+	return atomic_load(&g_lv);
+}
+
+enum strata_simd strata_simd_get(void)
+{
+	cur_level();
+	return (enum strata_simd)atomic_load(&g_level);
+}
+
+int strata_simd_set(enum strata_simd level)
+{
+	const struct strata_kern_level *lv = strata_kern_level_get(level);
+
+	if ((int)level < STRATA_SIMD_SCALAR || (int)level > STRATA_SIMD_AVX512)
+		return -EINVAL;
+	if (!lv || level > strata_simd_detect())
+		return -ENOTSUP;
+	pthread_once(&g_once, init_level);
+	atomic_store(&g_level, (int)level);
+	atomic_store(&g_lv, lv);
+	return 0;
+}
+
+/* The table that computes `type`: the current level, or scalar where the
+ * current level has no entry. */
+static const struct strata_kern_level *level_for(uint32_t type)
+{
+	const struct strata_kern_level *lv = cur_level();
+
+	return lv->type[type].mm ? lv : &strata_kern_scalar;
+}
+
+/* ---- types, dequantisation ------------------------------------------------ */
+
+int strata_type_supported(uint32_t type)
+{
+	return type < STRATA_TYPE_COUNT && strata_kern_scalar.type[type].mm;
+}
+
+int strata_mat_init(struct strata_mat *m, uint32_t type, int64_t rows,
+		    int64_t cols, const void *data)
+{
+	size_t rb;
+
+	if (!strata_type_supported(type) || rows < 0 || cols <= 0)
+		return -EINVAL;
+	rb = strata_type_row_bytes(type, cols);
+	if (rb == 0)
+		return -EINVAL;
+	m->type = type;
+	m->rows = rows;
+	m->cols = cols;
+	m->row_bytes = rb;
+	m->data = data;
+	return 0;
+}
+
+void strata_dequant(uint32_t type, const void *src, float *dst, int64_t n)
+{
+	const struct strata_kern_level *lv;
+
+	if (!strata_type_supported(type) || n % strata_type_block(type)) {
+		/* A caller bug; NaNs make it visible downstream. */
+		strata_error("dequant: %s, %lld values: unsupported type or not a "
+			     "multiple of its block", strata_type_name(type),
+			     (long long)n);
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = NAN;
+		return;
+	}
+	lv = cur_level();
+	if (!lv->type[type].to_float)
+		lv = &strata_kern_scalar;
+	lv->type[type].to_float(src, dst, n);
+}
+
+void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst)
+{
+	strata_dequant(m->type, (const uint8_t *)m->data + (size_t)r * m->row_bytes,
+		       dst, m->cols);
+}
+
+/* ---- scratch for callers without a pool ----------------------------------- */
+
+struct tls_scratch {
+	void *p;
+	size_t n;
+};
+
+static pthread_key_t g_tls_key;
+static pthread_once_t g_tls_once = PTHREAD_ONCE_INIT;
+
+static void tls_free(void *v)
+{
+	struct tls_scratch *s = v;
+
+	free(s->p);
+	free(s);
+}
+
+static void tls_init(void)
+{
+	pthread_key_create(&g_tls_key, tls_free);
+}
+
+static void *tls_scratch(size_t bytes)
+{
+	struct tls_scratch *s;
+
+	pthread_once(&g_tls_once, tls_init);
+	s = pthread_getspecific(g_tls_key);
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s || pthread_setspecific(g_tls_key, s)) {
+			free(s);
+			return NULL;
+		}
+	}
+	if (bytes > s->n) {
+		void *p;
+
+		if (posix_memalign(&p, 64, bytes))
+			return NULL;
+		free(s->p);
+		s->p = p;
+		s->n = bytes;
+	}
+	return s->p;
+}
+
+/* ---- matmul ------------------------------------------------------------- */
+
+struct quant_job {
+	void (*quantize)(const float *x, void *dst, int64_t k);
+	const float *x;
+	int64_t ldx, k, n_tok;
+	uint8_t *dst;
+	size_t stride;
+};
+
+static void quant_task(void *arg, int ith, int nth)
+{
+	const struct quant_job *q = arg;
+	long b, e;
+
+	strata_split((long)q->n_tok, ith, nth, &b, &e);
+	for (long t = b; t < e; t++)
+		q->quantize(q->x + t * q->ldx, q->dst + (size_t)t * q->stride, q->k);
+}
+
+struct mm_job {
+	strata_mm_fn mm;
+	struct strata_mm_args base; /* the whole product; chunks narrow it */
+	int64_t rows, n_tok;
+	int64_t rchunk, tchunk, n_rchunks, n_chunks;
+	_Alignas(64) _Atomic int64_t next;
+};
+
+static void mm_chunk(const struct mm_job *j, int64_t c)
+{
+	struct strata_mm_args a = j->base;
+	int64_t r0 = (c % j->n_rchunks) * j->rchunk;
+	int64_t t0 = (c / j->n_rchunks) * j->tchunk;
+
+	a.nr = j->rows - r0 < j->rchunk ? j->rows - r0 : j->rchunk;
+	a.nt = j->n_tok - t0 < j->tchunk ? j->n_tok - t0 : j->tchunk;
+	a.w += (size_t)r0 * a.w_stride;
+	a.x += (size_t)t0 * a.x_stride;
+	a.y += t0 * a.ldy + r0;
+	j->mm(&a);
+}
+
+static void mm_task(void *arg, int ith, int nth)
+{
+	struct mm_job *j = arg;
+
+	for (int64_t c = ith; c < j->n_chunks;
+	     c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed))
+		mm_chunk(j, c);
+}
+
+/* Cut rows x tokens into chunks: token blocks that stay in L2, and enough
+ * row ranges (multiples of 16) that each thread gets several chunks. */
+static void mm_plan(struct mm_job *j, int nth)
+{
+	int64_t per_block = (int64_t)(MM_ACT_BLOCK_BYTES / j->base.x_stride);
+	int64_t n_tblocks, want, rparts;
+
+	if (per_block < 4)
+		per_block = 4;
+	else
+		per_block &= ~(int64_t)3;
+	j->tchunk = j->n_tok < per_block ? j->n_tok : per_block;
+	n_tblocks = (j->n_tok + j->tchunk - 1) / j->tchunk;
+	want = nth > 1 ? (int64_t)nth * MM_CHUNKS_PER_THREAD : 1;
+	rparts = (want + n_tblocks - 1) / n_tblocks;
+	j->rchunk = (j->rows + rparts - 1) / rparts;
+	j->rchunk = (j->rchunk + 15) & ~(int64_t)15;
+	if (j->rchunk > j->rows)
+		j->rchunk = j->rows;
+	j->n_rchunks = (j->rows + j->rchunk - 1) / j->rchunk;
+	j->n_chunks = j->n_rchunks * n_tblocks;
+}
+
+void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
+		   const float *x, int64_t ldx, int64_t n_tok, float *y,
+		   int64_t ldy)
+{
+	const struct strata_kern_level *lv;
+	const struct strata_type_ops *to;
+	struct mm_job job;
+	int64_t macs;
+	int nth = strata_pool_size(pool);
+
+	if (n_tok <= 0 || W->rows <= 0)
+		return;
+	lv = level_for(W->type);
+	to = &lv->type[W->type];
+	macs = W->rows * W->cols * n_tok;
+	if (macs / MM_MIN_MACS_PER_THREAD < nth)
+		nth = (int)(macs / MM_MIN_MACS_PER_THREAD);
+	if (nth < 1)
+		nth = 1;
+
+	memset(&job, 0, sizeof(job));
+	job.mm = to->mm;
+	job.base.w = W->data;
+	job.base.w_stride = W->row_bytes;
+	job.base.y = y;
+	job.base.ldy = ldy;
+	job.base.k = W->cols;
+	job.rows = W->rows;
+	job.n_tok = n_tok;
+	if (to->act == STRATA_ACT_F32) {
+		job.base.x = (const uint8_t *)x;
+		job.base.x_stride = (size_t)ldx * sizeof(float);
+	} else {
+		const struct strata_act_ops *ao = &lv->act[to->act];
+		struct quant_job q = { ao->quantize, x, ldx, W->cols, n_tok, NULL,
+				       ao->row_bytes(W->cols) };
+		size_t bytes = q.stride * (size_t)n_tok;
+
+		q.dst = pool ? strata_pool_scratch(pool, bytes) : tls_scratch(bytes);
+		if (!q.dst) {
+			strata_error("matmul %lldx%lld (%s), %lld tokens: out of "
+				     "memory for %zu bytes of activations",
+				     (long long)W->rows, (long long)W->cols,
+				     strata_type_name(W->type), (long long)n_tok,
+				     bytes);
+			for (int64_t t = 0; t < n_tok; t++)
+				for (int64_t r = 0; r < W->rows; r++)
+					y[t * ldy + r] = NAN;
+			return;
+		}
+		if (nth > 1 && n_tok > 1 && n_tok * W->cols >= MM_PAR_QUANT_VALUES)
+			strata_pool_run_n(pool, quant_task, &q,
+					  n_tok < nth ? (int)n_tok : nth);
+		else
+			quant_task(&q, 0, 1);
+		job.base.x = q.dst;
+		job.base.x_stride = q.stride;
+	}
+	mm_plan(&job, nth);
+	if (job.n_chunks < nth)
+		nth = (int)job.n_chunks;
+	/* Thread i starts on chunk i; the counter hands out the rest. */
+	atomic_init(&job.next, nth);
+	if (nth > 1)
+		strata_pool_run_n(pool, mm_task, &job, nth);
+	else
+		mm_task(&job, 0, 1);
+}
+
+/* ---- vectors ---------------------------------------------------------------- */
+
+float strata_dot_f32(const float *a, const float *b, int64_t n)
+{
+	return cur_level()->dot_f32(a, b, n);
+}
+
+void strata_axpy_f32(float *y, float a, const float *x, int64_t n)
+{
+	cur_level()->axpy_f32(y, a, x, n);
+}

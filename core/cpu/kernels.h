@@ -1,0 +1,75 @@
+/*
+ * kernels.h - CPU compute kernels: dequantisation, dot products, matmul.
+ *
+ * Each kernel has a scalar reference and, where it pays, AVX2 and AVX-512
+ * versions compiled in separate translation units with their own -m flags; the
+ * best one the CPU supports is chosen at run time (strata_simd_detect) and
+ * can be forced (tests run every level against scalar; env STRATA_SIMD=
+ * scalar|avx2|avx512 caps it).
+ *
+ * Weights are row-major: a matrix of `rows` rows of `cols` values, each row
+ * stored as strata_type_row_bytes(type, cols) bytes (GGUF's ne[0] = cols).
+ * Weights are read in place (they live in the model's memory map).
+ */
+#ifndef STRATA_KERNELS_H
+#define STRATA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool.h"
+#include "types.h"
+
+enum strata_simd {
+	STRATA_SIMD_SCALAR = 0,
+	STRATA_SIMD_AVX2 = 1,   /* AVX2 + FMA + F16C */
+	STRATA_SIMD_AVX512 = 2, /* AVX-512 F/BW/DQ/VL (+VNNI where present) */
+};
+
+/* Best level this CPU supports. */
+enum strata_simd strata_simd_detect(void);
+/* Level in use (initially min(detect, STRATA_SIMD env cap)). */
+enum strata_simd strata_simd_get(void);
+/* Use `level`; -ENOTSUP when the CPU lacks it.  Not thread-safe vs. kernels. */
+int strata_simd_set(enum strata_simd level);
+const char *strata_simd_name(enum strata_simd level);
+
+/* 1 when matmul/dequant/get_row support weights of this type. */
+int strata_type_supported(uint32_t type);
+
+struct strata_mat {
+	uint32_t type;
+	int64_t rows;      /* output features */
+	int64_t cols;      /* input features (row length) */
+	size_t row_bytes;  /* strata_type_row_bytes(type, cols) */
+	const void *data;  /* rows * row_bytes bytes */
+};
+
+/* Fill m from its parts; -EINVAL when the type is unsupported or cols is
+ * not a multiple of its block. */
+int strata_mat_init(struct strata_mat *m, uint32_t type, int64_t rows,
+		    int64_t cols, const void *data);
+
+/* Dequantise n values (a multiple of the type's block) starting at src. */
+void strata_dequant(uint32_t type, const void *src, float *dst, int64_t n);
+
+/* Row r of m as floats (embedding lookup): dst has m->cols floats. */
+void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst);
+
+/*
+ * y[t*ldy + r] = sum_k W[r][k] * x[t*ldx + k] for t < n_tok, r < W->rows.
+ * Parallel over the pool; uses the pool's scratch (e.g. activations
+ * quantised to the weight type's dot format).  n_tok = 1 is the decode GEMV
+ * and must be bandwidth-bound; larger n_tok reuses each loaded weight block
+ * across tokens.
+ */
+void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
+		   const float *x, int64_t ldx, int64_t n_tok, float *y,
+		   int64_t ldy);
+
+/* Dot product of two f32 vectors at the current SIMD level. */
+float strata_dot_f32(const float *a, const float *b, int64_t n);
+/* y += a * x (f32). */
+void strata_axpy_f32(float *y, float a, const float *x, int64_t n);
+
+#endif

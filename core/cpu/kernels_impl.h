@@ -1,0 +1,90 @@
+/*
+ * kernels_impl.h - private: the per-SIMD-level kernel tables behind kernels.h.
+ *
+ * A weight type is computed in two steps: the activations (f32 input rows)
+ * are first brought into the type's activation format (for Q8_0: int8 blocks
+ * with a scale, so the dot product is an integer one), then a tile kernel
+ * computes y for a range of rows and tokens.  Every level fills a table of
+ * these; adding a weight type means adding its scalar entries (required, and
+ * the reference the tests compare against) and, where it pays, SIMD entries.
+ * A level whose entry is NULL falls back to the scalar one as a whole
+ * (activation layout and kernel), because layouts may differ between levels.
+ *
+ * Only kernels.c (dispatch) and the tests include this header.
+ */
+#ifndef STRATA_KERNELS_IMPL_H
+#define STRATA_KERNELS_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "types.h"
+
+/*
+ * Activation formats.  Their quantised values and scales are the same at
+ * every level (tests check it, so results agree across levels up to float
+ * summation order); the byte layout of a row may differ per level.
+ *
+ * Q8_0 matches ggml's x86 quantize_row_q8_0: per 32 values amax, scale
+ * d = fp16(amax / 127), q = round-to-nearest-even(x * (127 / amax)).  Levels
+ * store d already widened back to float.
+ */
+enum strata_act {
+	STRATA_ACT_F32 = 0, /* the f32 input is used in place */
+	STRATA_ACT_Q8_0 = 1,
+	STRATA_ACT_COUNT
+};
+
+struct strata_act_ops {
+	/* Bytes of one token's activations for k inputs; a multiple of 64. */
+	size_t (*row_bytes)(int64_t k);
+	/* Convert k floats (a multiple of the format's block) into dst. */
+	void (*quantize)(const float *x, void *dst, int64_t k);
+	/* Read back value i's int8 and its block's scale (tests only). */
+	void (*peek)(const void *row, int64_t k, int64_t i, int8_t *q, float *d);
+};
+
+/* One tile-kernel call: y[t*ldy + r] for r < nr, t < nt. */
+struct strata_mm_args {
+	const uint8_t *w;  /* first weight row */
+	size_t w_stride;   /* bytes between weight rows */
+	const uint8_t *x;  /* first token's activations (f32 or act format) */
+	size_t x_stride;   /* bytes between tokens' activations */
+	float *y;          /* output of (row 0, token 0) */
+	int64_t ldy;       /* floats between tokens' outputs */
+	int64_t nr, nt;    /* rows and tokens in this call */
+	int64_t k;         /* inputs per row */
+};
+
+typedef void (*strata_mm_fn)(const struct strata_mm_args *a);
+
+struct strata_type_ops {
+	uint8_t act;    /* enum strata_act */
+	strata_mm_fn mm;
+	/* n values (multiple of the block) to float, bit-exact at every level. */
+	void (*to_float)(const void *src, float *dst, int64_t n);
+};
+
+struct strata_kern_level {
+	const char *name;
+	struct strata_act_ops act[STRATA_ACT_COUNT];
+	struct strata_type_ops type[STRATA_TYPE_COUNT];
+	float (*dot_f32)(const float *a, const float *b, int64_t n);
+	void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
+};
+
+extern const struct strata_kern_level strata_kern_scalar;
+#if defined(__x86_64__) || defined(__i386__)
+#define STRATA_KERN_X86 1
+extern const struct strata_kern_level strata_kern_avx2;
+extern const struct strata_kern_level strata_kern_avx512;
+#endif
+
+/* Table of a level (NULL when not built for this architecture). */
+const struct strata_kern_level *strata_kern_level_get(int level);
+
+/* Q8_0 weight block: fp16 scale then 32 int8 values (GGUF layout). */
+#define STRATA_Q8_0_BYTES 34
+#define STRATA_QK8_0 32
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * kernels_scalar.c - the portable reference level.
+ *
+ * Every weight type must have an entry here: it is what the SIMD levels are
+ * tested against and what runs where no SIMD entry exists.  Plain C, written
+ * to be obviously right rather than fast.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+/* ---- activation formats ---------------------------------------------------- */
+
+static size_t round64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+/* Q8_0 activations here: k int8 values, then k/32 float scales. */
+static size_t q8_row_bytes(int64_t k)
+{
+	return round64((size_t)k + (size_t)(k / STRATA_QK8_0) * sizeof(float));
+}
+
+static void q8_quantize(const float *x, void *dst, int64_t k)
+{
+	int8_t *qs = dst;
+	float *ds = (float *)(qs + k);
+
+	for (int64_t b = 0; b < k / STRATA_QK8_0; b++) {
+		const float *xb = x + b * STRATA_QK8_0;
+		float amax = 0.0f, id;
+
+		for (int i = 0; i < STRATA_QK8_0; i++)
+			amax = fmaxf(amax, fabsf(xb[i]));
+		id = amax != 0.0f ? 127.0f / amax : 0.0f;
+		ds[b] = strata_fp16_to_f32(strata_f32_to_fp16(amax / 127.0f));
+		for (int i = 0; i < STRATA_QK8_0; i++)
+			qs[b * STRATA_QK8_0 + i] = (int8_t)nearbyintf(xb[i] * id);
+	}
+}
+
+static void q8_peek(const void *row, int64_t k, int64_t i, int8_t *q, float *d)
+{
+	const int8_t *qs = row;
+
+	*q = qs[i];
+	memcpy(d, (const char *)row + k + (i / STRATA_QK8_0) * sizeof(float),
+	       sizeof(float));
+}
+
+/* ---- to_float ------------------------------------------------------------- */
+
+static void f32_to_float(const void *src, float *dst, int64_t n)
+{
+	memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+static void f16_to_float(const void *src, float *dst, int64_t n)
+{
+	const uint8_t *s = src;
+
+	for (int64_t i = 0; i < n; i++) {
+		uint16_t h;
+
+		memcpy(&h, s + 2 * i, 2);
+		dst[i] = strata_fp16_to_f32(h);
+	}
+}
+
+static void bf16_to_float(const void *src, float *dst, int64_t n)
+{
+	const uint8_t *s = src;
+
+	for (int64_t i = 0; i < n; i++) {
+		uint16_t h;
+
+		memcpy(&h, s + 2 * i, 2);
+		dst[i] = strata_bf16_to_f32(h);
+	}
+}
+
+static void q8_0_to_float(const void *src, float *dst, int64_t n)
+{
+	const uint8_t *blk = src;
+
+	for (int64_t b = 0; b < n / STRATA_QK8_0; b++, blk += STRATA_Q8_0_BYTES) {
+		uint16_t h;
+		float d;
+
+		memcpy(&h, blk, 2);
+		d = strata_fp16_to_f32(h);
+		for (int i = 0; i < STRATA_QK8_0; i++)
+			dst[b * STRATA_QK8_0 + i] = d * (float)(int8_t)blk[2 + i];
+	}
+}
+
+/* ---- tile kernels ------------------------------------------------------------ */
+
+/* Float-activation types: convert each weight, accumulate in float. */
+static float dot_row_float(uint32_t type, const uint8_t *w, const float *x,
+			   int64_t k)
+{
+	float sum = 0.0f;
+
+	for (int64_t i = 0; i < k; i++) {
+		float wv;
+		uint16_t h;
+
+		switch (type) {
+		case STRATA_TYPE_F16:
+			memcpy(&h, w + 2 * i, 2);
+			wv = strata_fp16_to_f32(h);
+			break;
+		case STRATA_TYPE_BF16:
+			memcpy(&h, w + 2 * i, 2);
+			wv = strata_bf16_to_f32(h);
+			break;
+		default:
+			memcpy(&wv, w + 4 * i, 4);
+			break;
+		}
+		sum += wv * x[i];
+	}
+	return sum;
+}
+
+static void mm_float(uint32_t type, const struct strata_mm_args *a)
+{
+	for (int64_t t = 0; t < a->nt; t++) {
+		const float *x = (const float *)(a->x + t * a->x_stride);
+
+		for (int64_t r = 0; r < a->nr; r++)
+			a->y[t * a->ldy + r] =
+				dot_row_float(type, a->w + r * a->w_stride, x, a->k);
+	}
+}
+
+static void mm_f32(const struct strata_mm_args *a)
+{
+	mm_float(STRATA_TYPE_F32, a);
+}
+
+static void mm_f16(const struct strata_mm_args *a)
+{
+	mm_float(STRATA_TYPE_F16, a);
+}
+
+static void mm_bf16(const struct strata_mm_args *a)
+{
+	mm_float(STRATA_TYPE_BF16, a);
+}
+
+/* Q8_0 x Q8_0: exact int32 per block, scaled by d_w * d_x. */
+static void mm_q8_0(const struct strata_mm_args *a)
+{
+	const int64_t nb = a->k / STRATA_QK8_0;
+
+	for (int64_t t = 0; t < a->nt; t++) {
+		const int8_t *xq = (const int8_t *)(a->x + t * a->x_stride);
+		const float *xd = (const float *)(a->x + t * a->x_stride + a->k);
+
+		for (int64_t r = 0; r < a->nr; r++) {
+			const uint8_t *blk = a->w + r * a->w_stride;
+			float sum = 0.0f;
+
+			for (int64_t b = 0; b < nb; b++, blk += STRATA_Q8_0_BYTES) {
+				int32_t isum = 0;
+				uint16_t h;
+
+				for (int i = 0; i < STRATA_QK8_0; i++)
+					isum += (int8_t)blk[2 + i] *
+						xq[b * STRATA_QK8_0 + i];
+				memcpy(&h, blk, 2);
+				sum += (float)isum * (strata_fp16_to_f32(h) * xd[b]);
+			}
+			a->y[t * a->ldy + r] = sum;
+		}
+	}
+}
+
+/* ---- vector helpers ----------------------------------------------------- */
+
+static float dot_f32(const float *a, const float *b, int64_t n)
+{
+	float sum = 0.0f;
+
+	for (int64_t i = 0; i < n; i++)
+		sum += a[i] * b[i];
+	return sum;
+}
+
+static void axpy_f32(float *y, float a, const float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] += a * x[i];
+}
+
+const struct strata_kern_level strata_kern_scalar = {
+	.name = "scalar",
+	.act = {
+		[STRATA_ACT_Q8_0] = { q8_row_bytes, q8_quantize, q8_peek },
+	},
+	.type = {
+		[STRATA_TYPE_F32] = { STRATA_ACT_F32, mm_f32, f32_to_float },
+		[STRATA_TYPE_F16] = { STRATA_ACT_F32, mm_f16, f16_to_float },
+		[STRATA_TYPE_BF16] = { STRATA_ACT_F32, mm_bf16, bf16_to_float },
+		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, mm_q8_0, q8_0_to_float },
+	},
+	.dot_f32 = dot_f32,
+	.axpy_f32 = axpy_f32,
+};

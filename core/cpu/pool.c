@@ -1,0 +1,336 @@
+/*
+ * pool.c - the data-parallel thread pool.
+ *
+ * Dispatch is one atomic store: the caller publishes (fn, arg), then bumps a
+ * 64-bit generation word whose low 16 bits carry the number of participating
+ * threads.  Workers spin on that word with `pause` for a bounded time (the
+ * forward pass issues small tasks back to back, and a futex wake costs tens of
+ * microseconds) and then sleep on a condition variable.  The caller runs
+ * share 0 itself and waits on a completion counter the same way: spin, then
+ * sleep.  Carrying nth inside the generation word means a worker never reads
+ * anything the caller may be rewriting for the next run, so non-participants
+ * (strata_pool_run_n) need no handshake at all.
+ *
+ * Sleep/wake uses the Dekker pattern with sequentially consistent atomics: a
+ * sleeper announces itself (n_sleepers++) and then re-reads the word; the
+ * waker changes the word and then reads n_sleepers.  At least one of the two
+ * sees the other, and the mutex closes the window between the re-read and the
+ * wait.  So the common path (everyone spinning) makes no system call.
+ *
+ * Env STRATA_POOL_SPIN_US (default 200) sets the spin time before sleeping.
+ */
+#define _GNU_SOURCE
+#include "pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#include "util/log.h"
+
+#define POOL_MAX_THREADS 4096 /* nth must fit the generation word's 16 bits */
+#define GEN_NTH_BITS 16
+#define GEN_NTH_MASK ((1u << GEN_NTH_BITS) - 1)
+#define DEFAULT_SPIN_US 200
+
+struct worker {
+	struct strata_pool *pool;
+	pthread_t tid;
+	int ith;
+};
+
+struct strata_pool {
+	/* Written by the caller once per run, read by every worker: own line. */
+	_Alignas(64) _Atomic uint64_t gen;
+	/* Incremented by each helper when its share is done. */
+	_Alignas(64) _Atomic uint64_t done;
+	_Atomic int main_waiting;
+
+	_Alignas(64) strata_task_fn fn; /* valid for the generation published */
+	void *arg;
+	_Atomic int stop;
+	_Atomic int n_sleepers;
+	pthread_mutex_t lock;     /* guards the two condition variables */
+	pthread_cond_t wake;      /* workers wait here for a new generation */
+	pthread_cond_t finished;  /* the caller waits here for `done` */
+
+	int n;                    /* threads in all, caller included */
+	int64_t spin_ns;
+	struct worker *workers;   /* n - 1 helpers */
+	void *scratch;
+	size_t scratch_size;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Spin until *word != val (want_eq = 0) or == val (want_eq = 1), for at most
+ * spin_ns; 1 when it happened.  After the first YIELD_AFTER_NS the spinner
+ * also yields: on a loaded machine (more runnable threads than cores) the
+ * thread it waits for may be queued behind it on its own core.
+ */
+#define YIELD_AFTER_NS 20000
+static int spin_until(_Atomic uint64_t *word, uint64_t val, int want_eq,
+		      int64_t spin_ns)
+{
+	int64_t start = 0, t;
+
+	for (unsigned i = 1;; i++) {
+		uint64_t v = atomic_load_explicit(word, memory_order_acquire);
+
+		if ((v == val) == want_eq)
+			return 1;
+		cpu_relax();
+		if (i & 63)
+			continue;
+		t = now_ns();
+		if (start == 0)
+			start = t;
+		if (t - start >= spin_ns)
+			return 0;
+		if (t - start >= YIELD_AFTER_NS)
+			sched_yield();
+	}
+}
+
+/* Wait until the generation differs from `seen`; returns it. */
+static uint64_t wait_generation(struct strata_pool *p, uint64_t seen)
+{
+	uint64_t g;
+
+	if (spin_until(&p->gen, seen, 0, p->spin_ns))
+		return atomic_load_explicit(&p->gen, memory_order_acquire);
+	pthread_mutex_lock(&p->lock);
+	atomic_fetch_add(&p->n_sleepers, 1);
+	while ((g = atomic_load(&p->gen)) == seen)
+		pthread_cond_wait(&p->wake, &p->lock);
+	atomic_fetch_sub(&p->n_sleepers, 1);
+	pthread_mutex_unlock(&p->lock);
+	return g;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct strata_pool *p = w->pool;
+	uint64_t seen = 0;
+
+	for (;;) {
+		uint64_t g = wait_generation(p, seen);
+		int nth = (int)(g & GEN_NTH_MASK);
+
+		seen = g;
+		if (atomic_load_explicit(&p->stop, memory_order_acquire))
+			break;
+		if (w->ith >= nth)
+			continue;
+		p->fn(p->arg, w->ith, nth);
+		if (atomic_fetch_add(&p->done, 1) + 1 == (uint64_t)nth - 1 &&
+		    atomic_load(&p->main_waiting)) {
+			pthread_mutex_lock(&p->lock);
+			pthread_cond_signal(&p->finished);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+	return NULL;
+}
+
+/* Publish a new generation carrying nth and wake sleepers if there are any. */
+static void publish(struct strata_pool *p, int nth)
+{
+	uint64_t g = atomic_load_explicit(&p->gen, memory_order_relaxed);
+
+	g = ((g >> GEN_NTH_BITS) + 1) << GEN_NTH_BITS | (uint64_t)nth;
+	atomic_store(&p->gen, g);
+	if (atomic_load(&p->n_sleepers) > 0) {
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_broadcast(&p->wake);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+static void wait_done(struct strata_pool *p, int helpers)
+{
+	if (spin_until(&p->done, (uint64_t)helpers, 1, p->spin_ns))
+		return;
+	pthread_mutex_lock(&p->lock);
+	atomic_store(&p->main_waiting, 1);
+	while (atomic_load(&p->done) != (uint64_t)helpers)
+		pthread_cond_wait(&p->finished, &p->lock);
+	atomic_store(&p->main_waiting, 0);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static int64_t spin_ns_from_env(void)
+{
+	const char *s = getenv("STRATA_POOL_SPIN_US");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return (int64_t)DEFAULT_SPIN_US * 1000;
+	v = strtol(s, &end, 10);
+	if (*end || v < 0 || v > 10000000) {
+		strata_warn("STRATA_POOL_SPIN_US=%s is not a number of microseconds "
+			    "in [0, 10000000]; using %d", s, DEFAULT_SPIN_US);
+		return (int64_t)DEFAULT_SPIN_US * 1000;
+	}
+	return (int64_t)v * 1000;
+}
+
+static void stop_workers(struct strata_pool *p, int started)
+{
+	atomic_store(&p->stop, 1);
+	publish(p, 0);
+	for (int i = 0; i < started; i++)
+		pthread_join(p->workers[i].tid, NULL);
+}
+
+int strata_pool_create(int n_threads, struct strata_pool **out)
+{
+	struct strata_pool *p;
+	sigset_t all, old;
+	int rc = 0, started = 0;
+
+	*out = NULL;
+	if (n_threads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n_threads = n > 0 ? (int)n : 1;
+	}
+	if (n_threads > POOL_MAX_THREADS)
+		n_threads = POOL_MAX_THREADS;
+	if (posix_memalign((void **)&p, 64, sizeof(*p)))
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	p->n = n_threads;
+	p->spin_ns = spin_ns_from_env();
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->finished, NULL);
+	if (n_threads > 1) {
+		p->workers = calloc((size_t)n_threads - 1, sizeof(*p->workers));
+		if (!p->workers) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+	/* Helpers must not take the process's signals (SIGINT for the server). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < n_threads - 1; i++) {
+		struct worker *w = &p->workers[i];
+
+		w->pool = p;
+		w->ith = i + 1;
+		rc = -pthread_create(&w->tid, NULL, worker_main, w);
+		if (rc)
+			break;
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		strata_error("thread pool: cannot start thread %d of %d: %s",
+			     started + 1, n_threads, strerror(-rc));
+		stop_workers(p, started);
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	free(p->workers);
+	pthread_cond_destroy(&p->finished);
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	return rc;
+}
+
+void strata_pool_free(struct strata_pool *pool)
+{
+	if (!pool)
+		return;
+	stop_workers(pool, pool->n - 1);
+	free(pool->workers);
+	free(pool->scratch);
+	pthread_cond_destroy(&pool->finished);
+	pthread_cond_destroy(&pool->wake);
+	pthread_mutex_destroy(&pool->lock);
+	free(pool);
+}
+
+int strata_pool_size(const struct strata_pool *pool)
+{
+	return pool ? pool->n : 1;
+}
+
+void strata_pool_run_n(struct strata_pool *pool, strata_task_fn fn, void *arg,
+		       int nth)
+{
+	if (!pool) {
+		fn(arg, 0, 1);
+		return;
+	}
+	if (nth > pool->n)
+		nth = pool->n;
+	if (nth <= 1) {
+		fn(arg, 0, 1);
+		return;
+	}
+	pool->fn = fn;
+	pool->arg = arg;
+	atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
+	publish(pool, nth);
+	fn(arg, 0, nth);
+	wait_done(pool, nth - 1);
+}
+
+void strata_pool_run(struct strata_pool *pool, strata_task_fn fn, void *arg)
+{
+	strata_pool_run_n(pool, fn, arg, pool ? pool->n : 1);
+}
+
+void *strata_pool_scratch(struct strata_pool *pool, size_t bytes)
+{
+	void *p;
+	size_t want;
+
+	if (bytes <= pool->scratch_size)
+		return pool->scratch;
+	/* Grow by at least half again so a slowly rising need reallocates rarely. */
+	want = pool->scratch_size + pool->scratch_size / 2;
+	if (want < bytes)
+		want = bytes;
+	want = (want + 4095) & ~(size_t)4095;
+	if (posix_memalign(&p, 64, want)) {
+		if (posix_memalign(&p, 64, bytes))
+			return NULL;
+		want = bytes;
+	}
+	free(pool->scratch);
+	pool->scratch = p;
+	pool->scratch_size = want;
+	return p;
+}

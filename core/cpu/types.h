@@ -1,0 +1,96 @@
+/*
+ * types.h - tensor element types (GGUF/ggml numbering) and their block sizes.
+ *
+ * This table is what the GGUF reader validates tensor sizes with; whether the
+ * CPU kernels can compute with a type is a separate question answered by
+ * strata_type_supported() in kernels.h.
+ */
+#ifndef STRATA_TYPES_H
+#define STRATA_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+enum strata_type {
+	STRATA_TYPE_F32 = 0,
+	STRATA_TYPE_F16 = 1,
+	STRATA_TYPE_Q4_0 = 2,
+	STRATA_TYPE_Q4_1 = 3,
+	STRATA_TYPE_Q5_0 = 6,
+	STRATA_TYPE_Q5_1 = 7,
+	STRATA_TYPE_Q8_0 = 8,
+	STRATA_TYPE_Q8_1 = 9,
+	STRATA_TYPE_Q2_K = 10,
+	STRATA_TYPE_Q3_K = 11,
+	STRATA_TYPE_Q4_K = 12,
+	STRATA_TYPE_Q5_K = 13,
+	STRATA_TYPE_Q6_K = 14,
+	STRATA_TYPE_Q8_K = 15,
+	STRATA_TYPE_IQ2_XXS = 16,
+	STRATA_TYPE_IQ2_XS = 17,
+	STRATA_TYPE_IQ3_XXS = 18,
+	STRATA_TYPE_IQ1_S = 19,
+	STRATA_TYPE_IQ4_NL = 20,
+	STRATA_TYPE_IQ3_S = 21,
+	STRATA_TYPE_IQ2_S = 22,
+	STRATA_TYPE_IQ4_XS = 23,
+	STRATA_TYPE_I8 = 24,
+	STRATA_TYPE_I16 = 25,
+	STRATA_TYPE_I32 = 26,
+	STRATA_TYPE_I64 = 27,
+	STRATA_TYPE_F64 = 28,
+	STRATA_TYPE_IQ1_M = 29,
+	STRATA_TYPE_BF16 = 30,
+	STRATA_TYPE_COUNT = 31,
+};
+
+/* "F32", "Q4_K", ...; "?" for an unknown id. */
+const char *strata_type_name(uint32_t type);
+/* Values per block (1 for plain types); 0 for an unknown id. */
+uint32_t strata_type_block(uint32_t type);
+/* Bytes per block; 0 for an unknown id. */
+uint32_t strata_type_block_bytes(uint32_t type);
+/* Lookup by name, case-insensitive; -1 when unknown. */
+int strata_type_from_name(const char *name);
+/*
+ * Bytes of a row of n values: 0 when the type is unknown or n is not a
+ * multiple of its block.
+ */
+size_t strata_type_row_bytes(uint32_t type, int64_t n);
+
+/* IEEE half and bfloat16 conversions (round to nearest even). */
+static inline float strata_fp16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+	float f;
+
+	if (exp == 0) {
+		/* zero or subnormal: value = man * 2^-24 */
+		f = (float)man * (1.0f / 16777216.0f);
+		memcpy(&bits, &f, 4);
+		bits |= sign;
+	} else if (exp == 31) {
+		bits = sign | 0x7f800000u | (man << 13);
+	} else {
+		bits = sign | ((exp + 112) << 23) | (man << 13);
+	}
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+uint16_t strata_f32_to_fp16(float f);
+
+static inline float strata_bf16_to_f32(uint16_t h)
+{
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+uint16_t strata_f32_to_bf16(float f);
+
+#endif

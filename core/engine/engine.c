@@ -1,0 +1,299 @@
+/*
+ * engine.c - one engine: load everything a config names, then generate.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugin/path.h"
+#include "plugin/registry.h"
+#include "sample/sampler.h"
+#include "util/log.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int engine_load(struct strata_engine *e, const char *argv0)
+{
+	const struct strata_config *c = &e->cfg;
+	struct strata_sampler_params sp = {
+		.temp = c->temp, .top_k = c->top_k, .top_p = c->top_p, .min_p = c->min_p,
+		.repeat_penalty = c->repeat_penalty, .repeat_last_n = c->repeat_last_n,
+		.seed = c->seed,
+	};
+	uint32_t chunk, n_vocab;
+	int rc;
+
+	if (!c->model_path || !*c->model_path) {
+		strata_error("no model: set [model] path in the INI file or pass -m FILE");
+		return -EINVAL;
+	}
+	if ((rc = strata_config_prefill_chunk(c->prefill, &chunk)))
+		return rc;
+	if ((rc = strata_model_load(c->model_path, &e->model)) ||
+	    (rc = strata_tokenizer_load(e->model->gguf, &e->tok)))
+		return rc;
+	n_vocab = e->model->hp.n_vocab;
+	if (strata_tokenizer_n_vocab(e->tok) > (int32_t)n_vocab) {
+		strata_error("%s: the vocabulary has %d tokens but the embedding only %u rows",
+			     c->model_path, strata_tokenizer_n_vocab(e->tok), n_vocab);
+		return -EINVAL;
+	}
+	if ((rc = strata_pool_create(c->threads, &e->pool)) ||
+	    (rc = strata_seq_create(e->model, c->ctx_size, chunk, &e->seq)) ||
+	    (rc = strata_registry_create(&e->cfg, argv0, &e->reg)) ||
+	    (rc = strata_path_list_create(e->reg, c->paths, &e->paths)))
+		return rc;
+	if (c->dump_logits)
+		sp.temp = 0.0f; /* the dump is of greedy tokens, as the golden files are */
+	if ((rc = strata_sampler_create(&sp, (int32_t)n_vocab, &e->sampler)))
+		return rc;
+	e->logits = calloc(n_vocab, sizeof(float));
+	if (!e->logits) {
+		strata_error("out of memory for the logits");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int strata_engine_create(struct strata_config *cfg, const char *argv0,
+			 struct strata_engine **out)
+{
+	struct strata_engine *e = calloc(1, sizeof(*e));
+	int rc;
+
+	*out = NULL;
+	if (!e) {
+		strata_config_free(cfg);
+		return -ENOMEM;
+	}
+	e->cfg = *cfg;
+	memset(cfg, 0, sizeof(*cfg));
+	rc = engine_load(e, argv0);
+	if (rc) {
+		strata_engine_free(e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+int strata_engine_create_args(int argc, char **argv, struct strata_engine **out)
+{
+	struct strata_config cfg;
+	int rc;
+
+	*out = NULL;
+	if ((rc = strata_config_init(&cfg)))
+		return rc;
+	rc = strata_config_from_args(&cfg, argc, argv);
+	if (rc) {
+		strata_config_free(&cfg);
+		return rc;
+	}
+	return strata_engine_create(&cfg, argc > 0 ? argv[0] : NULL, out);
+}
+
+void strata_engine_free(struct strata_engine *e)
+{
+	if (!e)
+		return;
+	strata_path_list_free(e->paths);
+	strata_registry_free(e->reg);
+	strata_sampler_free(e->sampler);
+	strata_seq_free(e->seq);
+	strata_pool_free(e->pool);
+	strata_tokenizer_free(e->tok);
+	strata_model_free(e->model);
+	free(e->logits);
+	free(e->dump);
+	strata_config_free(&e->cfg);
+	free(e);
+}
+
+int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids)
+{
+	const struct strata_config *c = &e->cfg;
+	unsigned flags = STRATA_TOK_PARSE_SPECIAL;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	*ids = NULL;
+	if (c->prompt_file) {
+		FILE *f = fopen(c->prompt_file, "rb");
+
+		if (!f) {
+			rc = -errno;
+			strata_error("cannot read prompt file %s: %s", c->prompt_file, strerror(-rc));
+			return rc;
+		}
+		{
+			size_t cap = 0, r;
+			char buf[65536];
+
+			while ((r = fread(buf, 1, sizeof(buf), f)) > 0) {
+				char *nt = realloc(text, cap + r + 1);
+
+				if (!nt) {
+					free(text);
+					fclose(f);
+					return -ENOMEM;
+				}
+				text = nt;
+				memcpy(text + cap, buf, r);
+				cap += r;
+			}
+			len = cap;
+		}
+		fclose(f);
+	} else if (c->prompt) {
+		len = strlen(c->prompt);
+		text = malloc(len + 1);
+		if (!text)
+			return -ENOMEM;
+		memcpy(text, c->prompt, len);
+	} else {
+		text = malloc(1);
+		if (!text)
+			return -ENOMEM;
+	}
+	if (c->add_bos != 0)
+		flags |= STRATA_TOK_ADD_BOS; /* auto: the tokenizer follows the vocab */
+	rc = strata_tokenize(e->tok, text ? text : "", len, flags, ids);
+	free(text);
+	return rc;
+}
+
+/* ---- the engine as path plugins see it ------------------------------------- */
+
+static int iface_forward(void *engine, const int32_t *tokens, uint32_t n)
+{
+	struct strata_engine *e = engine;
+	uint32_t pos = strata_seq_pos(e->seq), nv = e->model->hp.n_vocab;
+	int rc;
+
+	if (e->dump) {
+		float *rows = e->dump + (size_t)pos * nv;
+
+		rc = strata_forward(e->seq, e->pool, tokens, n, rows, 1);
+		if (!rc)
+			memcpy(e->logits, rows + (size_t)(n - 1) * nv, nv * sizeof(float));
+	} else {
+		rc = strata_forward(e->seq, e->pool, tokens, n, e->logits, 0);
+	}
+	if (rc)
+		e->failed = rc;
+	return rc;
+}
+
+static uint32_t iface_window(void *engine)
+{
+	return 1;
+}
+
+static uint32_t iface_max_batch(void *engine)
+{
+	struct strata_engine *e = engine;
+
+	return strata_seq_max_batch(e->seq);
+}
+
+static int read_prompt(struct strata_engine *e, const int32_t *prompt, uint32_t n)
+{
+	struct strata_engine_iface eng = {
+		.version = 1, .engine = e, .forward_batch = iface_forward,
+		.forward_window = iface_forward, .window = iface_window,
+		.max_batch = iface_max_batch,
+	};
+	struct strata_part part = {
+		.tokens = prompt, .n_tokens = n, .pos = strata_seq_pos(e->seq), .is_last = 1,
+	};
+
+	return strata_path_list_run(e->paths, &part, &eng);
+}
+
+int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats)
+{
+	uint32_t n_ctx = strata_seq_n_ctx(e->seq), n_gen = 0;
+	double t0, t1;
+	char piece[256];
+	int rc;
+
+	if (n_prompt == 0) {
+		strata_error("the prompt is empty: nothing to continue from");
+		return -EINVAL;
+	}
+	if (n_prompt > n_ctx) {
+		strata_error("the prompt has %u tokens but the context holds %u "
+			     "(raise [model] ctx_size or --ctx-size)", n_prompt, n_ctx);
+		return -ENOSPC;
+	}
+	if (e->cfg.dump_logits) {
+		/* Rows for the prompt, every generated token, and the one after. */
+		size_t rows = n_predict < 0 ? n_ctx : n_prompt + (uint64_t)n_predict + 1;
+
+		if (rows > n_ctx)
+			rows = n_ctx;
+		free(e->dump);
+		e->dump = calloc(rows * e->model->hp.n_vocab, sizeof(float));
+		if (!e->dump) {
+			strata_error("out of memory for %zu logits rows (--dump-logits)", rows);
+			return -ENOMEM;
+		}
+	}
+	strata_seq_truncate(e->seq, 0);
+	strata_sampler_reset(e->sampler);
+	for (uint32_t i = 0; i < n_prompt; i++)
+		strata_sampler_accept(e->sampler, prompt[i]);
+	e->failed = 0;
+	t0 = now_ms();
+	rc = read_prompt(e, prompt, n_prompt);
+	if (rc)
+		return rc;
+	t1 = now_ms();
+	for (;;) {
+		int32_t tok;
+		int len;
+
+		if (n_predict >= 0 && n_gen >= (uint32_t)n_predict)
+			break;
+		tok = strata_sampler_sample(e->sampler, e->logits);
+		if (strata_tokenizer_is_eog(e->tok, tok))
+			break;
+		strata_sampler_accept(e->sampler, tok);
+		n_gen++;
+		len = strata_token_to_piece(e->tok, tok, piece, sizeof(piece));
+		if (len < 0)
+			len = 0;
+		if (fn && fn(user, tok, piece, (size_t)(len < (int)sizeof(piece) ? len : (int)sizeof(piece))))
+			break;
+		if (strata_seq_pos(e->seq) >= n_ctx) {
+			strata_info("context of %u tokens is full: stopping", n_ctx);
+			break;
+		}
+		/* The last token is fed only when its logits are wanted (the dump). */
+		if (!e->dump && n_predict >= 0 && n_gen >= (uint32_t)n_predict)
+			break;
+		rc = iface_forward(e, &tok, 1);
+		if (rc)
+			return rc;
+	}
+	if (stats) {
+		stats->n_prompt = n_prompt;
+		stats->n_gen = n_gen;
+		stats->prompt_ms = t1 - t0;
+		stats->gen_ms = now_ms() - t1;
+	}
+	return (int)n_gen;
+}

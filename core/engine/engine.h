@@ -1,0 +1,48 @@
+/*
+ * engine.h - the engine behind strata.h: model, tokenizer, thread pool,
+ * plugins, prompt paths, sampler and one sequence, wired from a config.
+ */
+#ifndef STRATA_ENGINE_H
+#define STRATA_ENGINE_H
+
+#include "strata.h"
+
+#include "config/config.h"
+#include "cpu/pool.h"
+#include "model/model.h"
+#include "tok/tokenizer.h"
+
+struct strata_registry;
+struct strata_path_list;
+struct strata_sampler;
+
+struct strata_engine {
+	struct strata_config cfg;       /* owned */
+	struct strata_model *model;
+	struct strata_tokenizer *tok;
+	struct strata_pool *pool;
+	struct strata_registry *reg;
+	struct strata_path_list *paths;
+	struct strata_sampler *sampler;
+	struct strata_seq *seq;
+	float *logits;                  /* [n_vocab]: after the last token fed */
+	float *dump;                    /* [n_ctx][n_vocab] when --dump-logits */
+	int failed;                     /* a forward inside a path plugin failed */
+};
+
+/*
+ * Make an engine from an already-parsed config, which it takes over (the
+ * caller must not free it afterwards, even on failure).
+ */
+int strata_engine_create(struct strata_config *cfg, const char *argv0,
+			 struct strata_engine **out);
+
+/*
+ * Write the .slog file of the last strata_generate() (needs --dump-logits):
+ * tokens and every logits row, layout of ../shared/golden/README.md.  Also
+ * prints the sha256 of the logits row that chose the first generated token.
+ */
+int strata_engine_write_dump(struct strata_engine *e, const int32_t *tokens, uint32_t n_prompt,
+			     uint32_t n_gen, const char *path);
+
+#endif

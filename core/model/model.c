@@ -1,0 +1,315 @@
+/*
+ * model.c - hyperparameters and weights of a GGUF model, checked at load.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "util/log.h"
+
+struct loader {
+	struct strata_model *m;
+	const char *path;
+	char key[160];
+};
+
+static const char *arch_key(struct loader *l, const char *suffix)
+{
+	snprintf(l->key, sizeof(l->key), "%s.%s", l->m->hp.arch_name, suffix);
+	return l->key;
+}
+
+/* A required u32 hyperparameter, > 0. */
+static int hp_u32(struct loader *l, const char *suffix, uint32_t *out)
+{
+	const char *key = arch_key(l, suffix);
+	int rc = strata_gguf_get_u32(l->m->gguf, key, out);
+
+	if (rc == -ENOENT) {
+		strata_error("%s: missing metadata key '%s'", l->path, key);
+		return -EINVAL;
+	}
+	if (rc || *out == 0) {
+		strata_error("%s: metadata key '%s' must be a positive integer", l->path, key);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* An optional u32 hyperparameter: *out keeps its default when absent. */
+static int hp_u32_opt(struct loader *l, const char *suffix, uint32_t *out)
+{
+	const char *key = arch_key(l, suffix);
+	uint32_t v;
+	int rc = strata_gguf_get_u32(l->m->gguf, key, &v);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc || v == 0) {
+		strata_error("%s: metadata key '%s' must be a positive integer", l->path, key);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static int hp_f32_opt(struct loader *l, const char *suffix, float *out)
+{
+	const char *key = arch_key(l, suffix);
+	float v;
+	int rc = strata_gguf_get_f32(l->m->gguf, key, &v);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc || !(v > 0.0f)) {
+		strata_error("%s: metadata key '%s' must be a positive number", l->path, key);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static const struct strata_gguf_tensor *find(struct loader *l, const char *name, int required)
+{
+	const struct strata_gguf_tensor *t = strata_gguf_find_tensor(l->m->gguf, name);
+
+	if (!t && required)
+		strata_error("%s: missing tensor '%s'", l->path, name);
+	return t;
+}
+
+static int check_shape(struct loader *l, const struct strata_gguf_tensor *t, const char *name,
+		       int64_t ne0, int64_t ne1)
+{
+	if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
+		strata_error("%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected "
+			     "[%lld, %lld] from the metadata", l->path, name,
+			     (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+			     (long long)t->ne[3], (long long)ne0, (long long)ne1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A matrix of `rows` rows of `cols` values (GGUF shape [cols, rows]). */
+static int load_mat(struct loader *l, const char *name, int64_t cols, int64_t rows,
+		    struct strata_mat *out)
+{
+	const struct strata_gguf_tensor *t = find(l, name, 1);
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	rc = check_shape(l, t, name, cols, rows);
+	if (rc)
+		return rc;
+	if (!strata_type_supported(t->type)) {
+		strata_error("%s: tensor '%s' has type %s, which strata cannot compute with",
+			     l->path, name, strata_type_name(t->type));
+		return -ENOTSUP;
+	}
+	rc = strata_mat_init(out, t->type, rows, cols, t->data);
+	if (rc) {
+		strata_error("%s: tensor '%s' (%s) rows of %lld values are not whole blocks",
+			     l->path, name, strata_type_name(t->type), (long long)cols);
+		return rc;
+	}
+	l->m->n_params += (uint64_t)(rows * cols);
+	l->m->weight_bytes += t->size;
+	return 0;
+}
+
+/* A vector of n F32 values (norm weights). */
+static int load_vec(struct loader *l, const char *name, int64_t n, int required,
+		    const float **out)
+{
+	const struct strata_gguf_tensor *t = find(l, name, required);
+	int rc;
+
+	*out = NULL;
+	if (!t)
+		return required ? -EINVAL : 0;
+	rc = check_shape(l, t, name, n, 1);
+	if (rc)
+		return rc;
+	if (t->type != STRATA_TYPE_F32) {
+		strata_error("%s: tensor '%s' has type %s; strata expects F32 for vectors",
+			     l->path, name, strata_type_name(t->type));
+		return -ENOTSUP;
+	}
+	/* The GGUF data section is aligned (>= 32 bytes), so this cast is safe. */
+	*out = (const float *)t->data;
+	l->m->n_params += (uint64_t)n;
+	l->m->weight_bytes += t->size;
+	return 0;
+}
+
+static int load_hparams(struct loader *l)
+{
+	struct strata_hparams *hp = &l->m->hp;
+	uint32_t v;
+	int rc;
+
+	if ((rc = hp_u32(l, "embedding_length", &hp->n_embd)) ||
+	    (rc = hp_u32(l, "block_count", &hp->n_layer)) ||
+	    (rc = hp_u32(l, "feed_forward_length", &hp->n_ff)) ||
+	    (rc = hp_u32(l, "attention.head_count", &hp->n_head)))
+		return rc;
+	hp->n_head_kv = hp->n_head;
+	hp->n_ctx_train = 2048;
+	if ((rc = hp_u32_opt(l, "attention.head_count_kv", &hp->n_head_kv)) ||
+	    (rc = hp_u32_opt(l, "context_length", &hp->n_ctx_train)))
+		return rc;
+	if (hp->n_head % hp->n_head_kv) {
+		strata_error("%s: head_count %u is not a multiple of head_count_kv %u", l->path,
+			     hp->n_head, hp->n_head_kv);
+		return -EINVAL;
+	}
+	if (hp->n_embd % hp->n_head && strata_gguf_find_key(l->m->gguf,
+			arch_key(l, "attention.key_length")) < 0) {
+		strata_error("%s: embedding_length %u is not a multiple of head_count %u",
+			     l->path, hp->n_embd, hp->n_head);
+		return -EINVAL;
+	}
+	hp->head_dim = hp->n_embd / hp->n_head;
+	if ((rc = hp_u32_opt(l, "attention.key_length", &hp->head_dim)))
+		return rc;
+	hp->head_dim_v = hp->head_dim;
+	hp->n_rot = hp->head_dim;
+	if ((rc = hp_u32_opt(l, "attention.value_length", &hp->head_dim_v)) ||
+	    (rc = hp_u32_opt(l, "rope.dimension_count", &hp->n_rot)))
+		return rc;
+	if (hp->n_rot > hp->head_dim || hp->n_rot % 2) {
+		strata_error("%s: rope.dimension_count %u must be even and <= head size %u",
+			     l->path, hp->n_rot, hp->head_dim);
+		return -EINVAL;
+	}
+	hp->rope_base = 10000.0f;
+	hp->rms_eps = 1e-5f;
+	hp->rope_freq_scale = 1.0f;
+	if ((rc = hp_f32_opt(l, "rope.freq_base", &hp->rope_base)) ||
+	    (rc = hp_f32_opt(l, "attention.layer_norm_rms_epsilon", &hp->rms_eps)))
+		return rc;
+	{
+		struct strata_str type;
+		float factor = 0.0f;
+
+		if (strata_gguf_get_str(l->m->gguf, arch_key(l, "rope.scaling.type"), &type) == 0 &&
+		    strata_str_eq(type, "linear") &&
+		    hp_f32_opt(l, "rope.scaling.factor", &factor) == 0 && factor > 0.0f)
+			hp->rope_freq_scale = 1.0f / factor;
+	}
+	hp->rope_type = STRATA_ROPE_NORM;
+	(void)v;
+	return 0;
+}
+
+static int load_layer(struct loader *l, uint32_t i)
+{
+	const struct strata_hparams *hp = &l->m->hp;
+	struct strata_layer *L = &l->m->layers[i];
+	int64_t e = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim;
+	int64_t kv = (int64_t)hp->n_head_kv * hp->head_dim;
+	int64_t vv = (int64_t)hp->n_head_kv * hp->head_dim_v;
+	int64_t o = (int64_t)hp->n_head * hp->head_dim_v;
+	char name[96];
+	int rc;
+
+#define T(suffix) (snprintf(name, sizeof(name), "blk.%u." suffix, i), name)
+	if ((rc = load_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)) ||
+	    (rc = load_mat(l, T("attn_q.weight"), e, q, &L->wq)) ||
+	    (rc = load_mat(l, T("attn_k.weight"), e, kv, &L->wk)) ||
+	    (rc = load_mat(l, T("attn_v.weight"), e, vv, &L->wv)) ||
+	    (rc = load_mat(l, T("attn_output.weight"), o, e, &L->wo)) ||
+	    (rc = load_vec(l, T("ffn_norm.weight"), e, 1, &L->ffn_norm)) ||
+	    (rc = load_mat(l, T("ffn_gate.weight"), e, hp->n_ff, &L->w_gate)) ||
+	    (rc = load_mat(l, T("ffn_up.weight"), e, hp->n_ff, &L->w_up)) ||
+	    (rc = load_mat(l, T("ffn_down.weight"), hp->n_ff, e, &L->w_down)))
+		return rc;
+#undef T
+	return 0;
+}
+
+static int load_weights(struct loader *l)
+{
+	struct strata_model *m = l->m;
+	const struct strata_hparams *hp = &m->hp;
+	const struct strata_gguf_tensor *t;
+	int rc;
+
+	t = find(l, "token_embd.weight", 1);
+	if (!t)
+		return -EINVAL;
+	if (t->n_dims != 2 || t->ne[1] < 1 || t->ne[1] > INT32_MAX) {
+		strata_error("%s: tensor 'token_embd.weight' must be 2-D [n_embd, n_vocab]", l->path);
+		return -EINVAL;
+	}
+	m->hp.n_vocab = (uint32_t)t->ne[1];
+	if ((rc = load_mat(l, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)) ||
+	    (rc = load_vec(l, "output_norm.weight", hp->n_embd, 1, &m->output_norm)))
+		return rc;
+	if (find(l, "output.weight", 0)) {
+		rc = load_mat(l, "output.weight", hp->n_embd, hp->n_vocab, &m->output);
+		if (rc)
+			return rc;
+	} else {
+		m->output = m->tok_embd; /* tied embeddings */
+	}
+	if ((rc = load_vec(l, "rope_freqs.weight", hp->n_rot / 2, 0, &m->rope_freqs)))
+		return rc;
+	m->layers = calloc(hp->n_layer, sizeof(*m->layers));
+	if (!m->layers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < hp->n_layer; i++)
+		if ((rc = load_layer(l, i)))
+			return rc;
+	return 0;
+}
+
+int strata_model_load(const char *path, struct strata_model **out)
+{
+	struct loader l = { .path = path };
+	struct strata_str arch;
+	int rc;
+
+	*out = NULL;
+	l.m = calloc(1, sizeof(*l.m));
+	if (!l.m)
+		return -ENOMEM;
+	rc = strata_gguf_open(path, &l.m->gguf);
+	if (rc)
+		goto fail;
+	if (strata_gguf_get_str(l.m->gguf, "general.architecture", &arch) != 0) {
+		strata_error("%s: missing metadata key 'general.architecture'", path);
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (!strata_str_eq(arch, "llama")) {
+		strata_error("%s: architecture '%.*s' is not supported (supported: llama)", path,
+			     (int)(arch.len > 64 ? 64 : arch.len), arch.s);
+		rc = -ENOTSUP;
+		goto fail;
+	}
+	l.m->hp.arch = STRATA_ARCH_LLAMA;
+	snprintf(l.m->hp.arch_name, sizeof(l.m->hp.arch_name), "llama");
+	if ((rc = load_hparams(&l)) || (rc = load_weights(&l)))
+		goto fail;
+	*out = l.m;
+	return 0;
+fail:
+	strata_model_free(l.m);
+	return rc;
+}
+
+void strata_model_free(struct strata_model *m)
+{
+	if (!m)
+		return;
+	free(m->layers);
+	strata_gguf_close(m->gguf);
+	free(m);
+}

@@ -1,0 +1,52 @@
+#include "log.h"
+
+#include <stdio.h>
+#include <stdatomic.h>
+
+static atomic_int g_level = STRATA_LOG_LVL_INFO;
+
+void strata_log_set_level(int level)
+{
+	atomic_store(&g_level, level);
+}
+
+int strata_log_get_level(void)
+{
+	return atomic_load(&g_level);
+}
+
+static strata_log_sink_fn g_sink;
+static void *g_sink_user;
+
+void strata_log_set_sink(strata_log_sink_fn fn, void *user)
+{
+	g_sink = fn;
+	g_sink_user = user;
+}
+
+void strata_logv(int level, const char *fmt, va_list ap)
+{
+	static const char *const prefix[] = { "error: ", "warning: ", "", "debug: " };
+	char line[4096];
+
+	if (level > atomic_load(&g_level))
+		return;
+	if (level < 0 || level > STRATA_LOG_LVL_DEBUG)
+		level = STRATA_LOG_LVL_ERROR;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (g_sink) {
+		g_sink(g_sink_user, level, line);
+		return;
+	}
+	/* One fputs per line so lines from several threads never interleave. */
+	fprintf(stderr, "strata: %s%s\n", prefix[level], line);
+}
+
+void strata_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	strata_logv(level, fmt, ap);
+	va_end(ap);
+}

@@ -1,0 +1,42 @@
+/*
+ * log.h - the core's one logging path.
+ *
+ * Library code logs an error once, where it is handled, with the context a
+ * user needs (file, offset, line), and returns a negative errno.  Messages go
+ * to stderr as "strata: error: ..." so they never mix with generated text on
+ * stdout.
+ */
+#ifndef STRATA_LOG_H
+#define STRATA_LOG_H
+
+#include <stdarg.h>
+
+enum {
+	STRATA_LOG_LVL_ERROR = 0,
+	STRATA_LOG_LVL_WARN = 1,
+	STRATA_LOG_LVL_INFO = 2,
+	STRATA_LOG_LVL_DEBUG = 3,
+};
+
+/* Messages above this level are dropped (default: INFO). */
+void strata_log_set_level(int level);
+int strata_log_get_level(void);
+
+/*
+ * Test hook: hand every line that passes the level filter to fn (the text
+ * after "strata: <level>: ") instead of writing it to stderr; fn = NULL
+ * restores stderr.  Set it before other threads log.
+ */
+typedef void (*strata_log_sink_fn)(void *user, int level, const char *line);
+void strata_log_set_sink(strata_log_sink_fn fn, void *user);
+
+void strata_logv(int level, const char *fmt, va_list ap);
+void strata_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define strata_error(...) strata_log(STRATA_LOG_LVL_ERROR, __VA_ARGS__)
+#define strata_warn(...) strata_log(STRATA_LOG_LVL_WARN, __VA_ARGS__)
+#define strata_info(...) strata_log(STRATA_LOG_LVL_INFO, __VA_ARGS__)
+#define strata_debug(...) strata_log(STRATA_LOG_LVL_DEBUG, __VA_ARGS__)
+
+#endif

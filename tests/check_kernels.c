@@ -1,0 +1,789 @@
+/*
+ * check_kernels.c - CPU kernels: conversions, dequantisation, matmul at every
+ * SIMD level against a double-precision reference and against scalar.
+ */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "cpu/kernels.h"
+#include "cpu/kernels_impl.h"
+#include "cpu/pool.h"
+#include "cpu/types.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void)
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return (uint32_t)(g_rng >> 16);
+}
+
+/* Uniform in [-1, 1). */
+static float frnd(void)
+{
+	return (float)(rnd() & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+static int level_ok(int lvl)
+{
+	return lvl <= (int)strata_simd_detect();
+}
+
+/* Levels this CPU has; the others are reported once. */
+static int levels_available(void)
+{
+	static int said;
+
+	if (!said) {
+		for (int l = STRATA_SIMD_SCALAR; l <= STRATA_SIMD_AVX512; l++)
+			if (!level_ok(l))
+				printf("note: CPU lacks %s; its kernels are not tested here\n",
+				       strata_simd_name(l));
+		said = 1;
+	}
+	return (int)strata_simd_detect() + 1;
+}
+
+static uint16_t ld16(const uint8_t *p)
+{
+	uint16_t h;
+
+	memcpy(&h, p, 2);
+	return h;
+}
+
+/*
+ * Random weights of `type`, rows x cols, stored as the type's rows.  Q8_0
+ * blocks use the full int8 range, -128 included (ggml never writes it, but a
+ * file may hold it), and a spread of scales (subnormal fp16 ones too).
+ */
+static void *make_weights(uint32_t type, int64_t rows, int64_t cols)
+{
+	size_t rb = strata_type_row_bytes(type, cols);
+	uint8_t *w = malloc(rb * (size_t)rows);
+
+	for (int64_t r = 0; r < rows; r++) {
+		uint8_t *row = w + (size_t)r * rb;
+
+		for (int64_t i = 0; i < cols; i++) {
+			float v = frnd();
+			uint16_t h;
+
+			switch (type) {
+			case STRATA_TYPE_F32:
+				memcpy(row + 4 * i, &v, 4);
+				break;
+			case STRATA_TYPE_F16:
+				h = strata_f32_to_fp16(v);
+				memcpy(row + 2 * i, &h, 2);
+				break;
+			case STRATA_TYPE_BF16:
+				h = strata_f32_to_bf16(v);
+				memcpy(row + 2 * i, &h, 2);
+				break;
+			}
+		}
+		if (type == STRATA_TYPE_Q8_0) {
+			for (int64_t b = 0; b < cols / 32; b++) {
+				uint8_t *blk = row + b * 34;
+				uint32_t sel = rnd() % 8;
+				uint16_t d = sel == 0 ? 0x0003 /* subnormal */
+					   : sel == 1 ? 0x5a00 /* 192 */
+					   : (uint16_t)(0x1c00 + rnd() % 0x1000);
+
+				memcpy(blk, &d, 2);
+				for (int i = 0; i < 32; i++)
+					blk[2 + i] = (uint8_t)rnd();
+			}
+		}
+	}
+	return w;
+}
+
+/* x[t*ldx + i] with values of mixed magnitude; padding is NaN so a kernel
+ * that reads past the row shows it. */
+static float *make_input(int64_t cols, int64_t ldx, int64_t n_tok)
+{
+	float *x = malloc(sizeof(float) * (size_t)(ldx * n_tok));
+
+	for (int64_t t = 0; t < n_tok; t++)
+		for (int64_t i = 0; i < ldx; i++)
+			x[t * ldx + i] = i < cols ? frnd() * (i % 7 == 0 ? 8.0f : 1.0f)
+						  : NAN;
+	return x;
+}
+
+/* ---- fp16 / bf16 conversions ---------------------------------------------- */
+
+static float bits_f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static uint32_t f_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_F16C() __builtin_cpu_supports("f16c")
+__attribute__((target("f16c"))) static uint16_t hw_f32_to_fp16(float f)
+{
+	return (uint16_t)_cvtss_sh(f, 0);
+}
+
+__attribute__((target("f16c"))) static float hw_fp16_to_f32(uint16_t h)
+{
+	return _cvtsh_ss(h);
+}
+#else
+#define HAVE_F16C() 0
+static uint16_t hw_f32_to_fp16(float f)
+{
+	return strata_f32_to_fp16(f);
+}
+
+static float hw_fp16_to_f32(uint16_t h)
+{
+	return strata_fp16_to_f32(h);
+}
+#endif
+
+START_TEST(fp16_round_trip_all)
+{
+	for (uint32_t h = 0; h < 65536; h++) {
+		float f = strata_fp16_to_f32((uint16_t)h);
+		int is_nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+
+		if (is_nan) {
+			ck_assert_msg(isnan(f), "half %04x should be NaN", h);
+			ck_assert_int_eq(signbit(f) != 0, (h & 0x8000) != 0);
+			ck_assert_msg(isnan(strata_fp16_to_f32(strata_f32_to_fp16(f))),
+				      "NaN half %04x did not stay NaN", h);
+			continue;
+		}
+		ck_assert_msg(strata_f32_to_fp16(f) == h,
+			      "half %04x -> %a -> %04x", h, f, strata_f32_to_fp16(f));
+		if (HAVE_F16C())
+			ck_assert_msg(f_bits(hw_fp16_to_f32((uint16_t)h)) == f_bits(f),
+				      "half %04x: %a, hardware says %a", h, f,
+				      hw_fp16_to_f32((uint16_t)h));
+	}
+}
+END_TEST
+
+START_TEST(fp16_rounding)
+{
+	static const struct {
+		uint32_t f;
+		uint16_t h;
+	} cases[] = {
+		{ 0x3f800000, 0x3c00 }, /* 1 */
+		{ 0x80000000, 0x8000 }, /* -0 */
+		{ 0x477fe000, 0x7bff }, /* 65504, the largest half */
+		{ 0x477fefff, 0x7bff }, /* just below the midpoint to 65536 */
+		{ 0x477ff000, 0x7c00 }, /* midpoint: ties to even = 65536 = inf */
+		{ 0x7f7fffff, 0x7c00 }, /* FLT_MAX */
+		{ 0x7f800000, 0x7c00 }, /* inf */
+		{ 0xff800000, 0xfc00 }, /* -inf */
+		{ 0x38800000, 0x0400 }, /* 2^-14, the smallest normal */
+		{ 0x387fc000, 0x03ff }, /* the largest subnormal */
+		{ 0x387fe000, 0x0400 }, /* rounds up into the normals */
+		{ 0x33800000, 0x0001 }, /* 2^-24, the smallest subnormal */
+		{ 0x33000000, 0x0000 }, /* 2^-25: tie, to even (0) */
+		{ 0x33000001, 0x0001 }, /* just above the tie */
+		{ 0x33c00000, 0x0002 }, /* 1.5 * 2^-24: tie, to even (2) */
+		{ 0x34200000, 0x0002 }, /* 2.5 * 2^-24: tie, to even (2) */
+		{ 0xb3c00000, 0x8002 }, /* negative subnormal tie */
+		{ 0x2f800000, 0x0000 }, /* far below the subnormals */
+		{ 0x3f801000, 0x3c00 }, /* 1 + 2^-11: tie, to even */
+		{ 0x3f803000, 0x3c02 }, /* 1 + 3 * 2^-11: tie, to even */
+		{ 0x3f801001, 0x3c01 }, /* just above the tie */
+	};
+	uint16_t n;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(strata_f32_to_fp16(bits_f(cases[i].f)) == cases[i].h,
+			      "%08x -> %04x, want %04x", cases[i].f,
+			      strata_f32_to_fp16(bits_f(cases[i].f)), cases[i].h);
+	n = strata_f32_to_fp16(bits_f(0x7fc00001));
+	ck_assert_msg((n & 0x7c00) == 0x7c00 && (n & 0x3ff), "NaN -> %04x", n);
+	n = strata_f32_to_fp16(bits_f(0xff800001)); /* signalling, negative */
+	ck_assert_msg((n & 0xfc00) == 0xfc00 && (n & 0x3ff), "-sNaN -> %04x", n);
+	/* Every non-NaN float against the hardware's conversion (a sample). */
+	if (HAVE_F16C()) {
+		for (int i = 0; i < 4000000; i++) {
+			uint32_t u = rnd() << 16 ^ rnd();
+			float f = bits_f(u);
+
+			if (isnan(f))
+				continue;
+			ck_assert_msg(strata_f32_to_fp16(f) == hw_f32_to_fp16(f),
+				      "%08x: %04x, hardware %04x", u,
+				      strata_f32_to_fp16(f), hw_f32_to_fp16(f));
+		}
+	}
+}
+END_TEST
+
+START_TEST(bf16_conversions)
+{
+	static const struct {
+		uint32_t f;
+		uint16_t h;
+	} cases[] = {
+		{ 0x3f800000, 0x3f80 }, { 0x3f808000, 0x3f80 }, /* tie to even */
+		{ 0x3f818000, 0x3f82 }, { 0x3f808001, 0x3f81 },
+		{ 0x7f7fffff, 0x7f80 }, /* rounds to inf */
+		{ 0xff800000, 0xff80 }, { 0x00000001, 0x0000 }, /* denormals kept */
+		{ 0x00018000, 0x0002 }, { 0x80000000, 0x8000 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(strata_f32_to_bf16(bits_f(cases[i].f)) == cases[i].h,
+			      "%08x -> %04x, want %04x", cases[i].f,
+			      strata_f32_to_bf16(bits_f(cases[i].f)), cases[i].h);
+	ck_assert(isnan(strata_bf16_to_f32(strata_f32_to_bf16(bits_f(0x7f800001)))));
+	ck_assert(isnan(strata_bf16_to_f32(strata_f32_to_bf16(bits_f(0xffc00000)))));
+	for (uint32_t h = 0; h < 65536; h++) {
+		float f = strata_bf16_to_f32((uint16_t)h);
+
+		ck_assert_uint_eq(f_bits(f), h << 16);
+		if (!isnan(f))
+			ck_assert_uint_eq(strata_f32_to_bf16(f), h);
+	}
+}
+END_TEST
+
+/* ---- dequantisation --------------------------------------------------------- */
+
+START_TEST(dequant_hand_blocks)
+{
+	/* Q8_0: d = 0.5 (0x3800), q = -128, -1, 0, 1, 127, ...; d = -2 (0xc000). */
+	uint8_t q8[2 * 34];
+	float out[64];
+	uint16_t h[4] = { 0x3c00, 0xc000, 0x0001, 0x7bff }; /* 1, -2, 2^-24, 65504 */
+	uint16_t b[3] = { 0x3f80, 0xc0a0, 0x0001 };          /* 1, -5, tiny */
+	int lv_n = levels_available();
+
+	memset(q8, 0, sizeof(q8));
+	q8[0] = 0x00, q8[1] = 0x38;
+	q8[2] = 0x80, q8[3] = 0xff, q8[4] = 0x00, q8[5] = 0x01, q8[6] = 0x7f;
+	for (int i = 5; i < 32; i++)
+		q8[2 + i] = (uint8_t)(i * 3);
+	q8[34] = 0x00, q8[35] = 0xc0;
+	q8[36] = 0x05, q8[67] = 0xfd;
+	for (int l = 0; l < lv_n; l++) {
+		ck_assert_int_eq(strata_simd_set(l), 0);
+		strata_dequant(STRATA_TYPE_Q8_0, q8, out, 64);
+		ck_assert(out[0] == -64.0f && out[1] == -0.5f && out[2] == 0.0f);
+		ck_assert(out[3] == 0.5f && out[4] == 63.5f);
+		for (int i = 5; i < 32; i++)
+			ck_assert(out[i] == 0.5f * (float)(int8_t)(i * 3));
+		ck_assert(out[32] == -10.0f && out[63] == 6.0f);
+		ck_assert(signbit(out[33]) && out[33] == 0.0f); /* -2 * 0 = -0 */
+		strata_dequant(STRATA_TYPE_F16, h, out, 4);
+		ck_assert(out[0] == 1.0f && out[1] == -2.0f);
+		ck_assert(out[2] == ldexpf(1.0f, -24) && out[3] == 65504.0f);
+		strata_dequant(STRATA_TYPE_BF16, b, out, 3);
+		ck_assert(out[0] == 1.0f && out[1] == -5.0f);
+		ck_assert(out[2] == bits_f(0x00010000));
+	}
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
+/* Dequantisation is bit-identical at every level, for every length. */
+START_TEST(dequant_levels_identical)
+{
+	static const uint32_t types[] = { STRATA_TYPE_F32, STRATA_TYPE_F16,
+					  STRATA_TYPE_BF16, STRATA_TYPE_Q8_0 };
+	int lv_n = levels_available();
+
+	for (size_t ti = 0; ti < 4; ti++) {
+		uint32_t type = types[ti];
+		int64_t blk = strata_type_block(type);
+
+		for (int64_t n = blk; n <= 40 * blk; n += blk) {
+			uint8_t *w = make_weights(type, 1, n);
+			float *ref = malloc(sizeof(float) * (size_t)n);
+			float *got = malloc(sizeof(float) * (size_t)n);
+
+			strata_kern_scalar.type[type].to_float(w, ref, n);
+			/* scalar against the formula */
+			for (int64_t i = 0; i < n; i++) {
+				float want;
+
+				if (type == STRATA_TYPE_F32)
+					memcpy(&want, w + 4 * i, 4);
+				else if (type == STRATA_TYPE_F16)
+					want = strata_fp16_to_f32(ld16(w + 2 * i));
+				else if (type == STRATA_TYPE_BF16)
+					want = strata_bf16_to_f32(ld16(w + 2 * i));
+				else
+					want = strata_fp16_to_f32(ld16(w + (i / 32) * 34)) *
+					       (float)(int8_t)w[(i / 32) * 34 + 2 + i % 32];
+				ck_assert(f_bits(ref[i]) == f_bits(want));
+			}
+			for (int l = 1; l < lv_n; l++) {
+				ck_assert_int_eq(strata_simd_set(l), 0);
+				strata_dequant(type, w, got, n);
+				ck_assert_msg(memcmp(ref, got, sizeof(float) * (size_t)n) == 0,
+					      "%s dequant of %lld differs at %s",
+					      strata_type_name(type), (long long)n,
+					      strata_simd_name(l));
+			}
+			free(w);
+			free(ref);
+			free(got);
+		}
+	}
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
+START_TEST(mat_init_and_get_row)
+{
+	struct strata_mat m;
+	uint8_t *w = make_weights(STRATA_TYPE_Q8_0, 5, 96);
+	float row[96], want[96];
+
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q8_0, 5, 33, w), -EINVAL);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_I32, 5, 32, w), -EINVAL);
+	ck_assert_int_eq(strata_mat_init(&m, 1000, 5, 32, w), -EINVAL);
+	ck_assert(!strata_type_supported(STRATA_TYPE_I32));
+	ck_assert(strata_type_supported(STRATA_TYPE_Q8_0));
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q8_0, 5, 96, w), 0);
+	ck_assert_uint_eq(m.row_bytes, 3 * 34);
+	strata_mat_get_row(&m, 3, row);
+	strata_dequant(STRATA_TYPE_Q8_0, w + 3 * 102, want, 96);
+	ck_assert(memcmp(row, want, sizeof(row)) == 0);
+	free(w);
+}
+END_TEST
+
+/* ---- activation quantisation --------------------------------------------- */
+
+START_TEST(act_quant_levels_identical)
+{
+	const int64_t k = 32 * 9;
+	float x[32 * 9];
+	int lv_n = levels_available();
+	const struct strata_act_ops *ref = &strata_kern_scalar.act[STRATA_ACT_Q8_0];
+	void *rq = aligned_alloc(64, ref->row_bytes(k));
+
+	for (int rep = 0; rep < 50; rep++) {
+		for (int64_t i = 0; i < k; i++)
+			x[i] = frnd() * (rep % 5 == 0 ? 1e-6f : 3.0f);
+		memset(x + 32, 0, 32 * sizeof(float)); /* an all-zero block */
+		x[64] = 2.5f, x[65] = -1.0f;          /* a tie: 2.5/2.5*127 */
+		for (int i = 66; i < 96; i++)
+			x[i] = 0.0f;
+		x[70] = 1.25f; /* 1.25 * 127 / 2.5 = 63.5: ties to even (64) */
+		ref->quantize(x, rq, k);
+		for (int64_t i = 0; i < k; i++) {
+			int8_t q;
+			float d, amax = 0;
+
+			ref->peek(rq, k, i, &q, &d);
+			for (int j = 0; j < 32; j++)
+				amax = fmaxf(amax, fabsf(x[i / 32 * 32 + j]));
+			ck_assert(f_bits(d) == f_bits(strata_fp16_to_f32(
+					strata_f32_to_fp16(amax / 127.0f))));
+			ck_assert(q != -128);
+			ck_assert(fabsf((float)q - x[i] * (amax ? 127.0f / amax : 0)) <= 0.5f);
+		}
+		{
+			int8_t q;
+			float d;
+
+			ref->peek(rq, k, 70, &q, &d);
+			ck_assert_int_eq(q, 64);
+		}
+		for (int l = 1; l < lv_n; l++) {
+			const struct strata_act_ops *ao =
+				&strata_kern_level_get(l)->act[STRATA_ACT_Q8_0];
+			void *q = aligned_alloc(64, ao->row_bytes(k));
+
+			ck_assert_uint_eq(ao->row_bytes(k) % 64, 0);
+			ao->quantize(x, q, k);
+			for (int64_t i = 0; i < k; i++) {
+				int8_t q0, q1;
+				float d0, d1;
+
+				ref->peek(rq, k, i, &q0, &d0);
+				ao->peek(q, k, i, &q1, &d1);
+				ck_assert_msg(q0 == q1 && f_bits(d0) == f_bits(d1),
+					      "%s: value %lld: q %d/%d d %a/%a",
+					      strata_simd_name(l), (long long)i, q0, q1,
+					      d0, d1);
+			}
+			free(q);
+		}
+	}
+	free(rq);
+}
+END_TEST
+
+/* ---- matmul ---------------------------------------------------------------- */
+
+/*
+ * What quantising x to Q8_0 may cost a dot with w: each value moves by at
+ * most half a step (amax/127/2) plus the fp16 rounding of the scale
+ * (|q| <= 127 times 2^-11 of the step), so 0.57 steps bound it.
+ */
+static double q8_act_error(const float *w, const float *x, int64_t k)
+{
+	double e = 0;
+
+	for (int64_t b = 0; b < k / 32; b++) {
+		double amax = 0, sw = 0;
+
+		for (int i = 0; i < 32; i++) {
+			amax = fmax(amax, fabs(x[b * 32 + i]));
+			sw += fabs(w[b * 32 + i]);
+		}
+		e += sw * amax / 127.0 * 0.57;
+	}
+	return e;
+}
+
+/*
+ * One shape at every level: each output within `tol` * sum|w*x| (plus, for
+ * Q8_0, the bound of activation quantisation) of the double reference from
+ * strata_dequant'ed weights, within 1e-5 * sum|w*x| of what scalar computes
+ * (for Q8_0 the activations are quantised the same way at every level, so
+ * only summation order differs), and never touching y's padding.
+ */
+static void check_shape(struct strata_pool *pool, uint32_t type, int64_t rows,
+			int64_t cols, int64_t n_tok, double tol)
+{
+	const int64_t ldx = cols + 3, ldy = rows + 5;
+	uint8_t *w = make_weights(type, rows, cols);
+	float *x = make_input(cols, ldx, n_tok);
+	float *wf = malloc(sizeof(float) * (size_t)(rows * cols));
+	float *ys = malloc(sizeof(float) * (size_t)(ldy * n_tok));
+	float *y = malloc(sizeof(float) * (size_t)(ldy * n_tok));
+	double *ref = malloc(sizeof(double) * (size_t)(rows * n_tok));
+	double *mag = malloc(sizeof(double) * (size_t)(rows * n_tok));
+	double *qerr = calloc((size_t)(rows * n_tok), sizeof(double));
+	struct strata_mat m;
+	int lv_n = levels_available();
+
+	ck_assert_int_eq(strata_mat_init(&m, type, rows, cols, w), 0);
+	strata_simd_set(STRATA_SIMD_SCALAR);
+	strata_dequant(type, w, wf, rows * cols);
+	for (int64_t t = 0; t < n_tok; t++)
+		for (int64_t r = 0; r < rows; r++) {
+			double s = 0, a = 0;
+
+			for (int64_t i = 0; i < cols; i++) {
+				double p = (double)wf[r * cols + i] * x[t * ldx + i];
+
+				s += p;
+				a += fabs(p);
+			}
+			ref[t * rows + r] = s;
+			mag[t * rows + r] = a + 1e-30;
+			if (type == STRATA_TYPE_Q8_0)
+				qerr[t * rows + r] = q8_act_error(wf + r * cols,
+								  x + t * ldx, cols);
+		}
+	for (int l = 0; l < lv_n; l++) {
+		float *out = l == 0 ? ys : y;
+
+		ck_assert_int_eq(strata_simd_set(l), 0);
+		for (int64_t i = 0; i < ldy * n_tok; i++)
+			out[i] = -12345.0f;
+		strata_matmul(pool, &m, x, ldx, n_tok, out, ldy);
+		for (int64_t t = 0; t < n_tok; t++) {
+			for (int64_t r = rows; r < ldy; r++)
+				ck_assert_msg(out[t * ldy + r] == -12345.0f,
+					      "%s wrote y padding", strata_simd_name(l));
+			for (int64_t r = 0; r < rows; r++) {
+				double e = ref[t * rows + r], g = out[t * ldy + r];
+				double mg = mag[t * rows + r];
+
+				ck_assert_msg(fabs(g - e) <= tol * mg + qerr[t * rows + r],
+					      "%s %s %lldx%lld n_tok %lld: y[%lld][%lld] = "
+					      "%.9g, reference %.9g (|wx| %.3g)",
+					      strata_simd_name(l), strata_type_name(type),
+					      (long long)rows, (long long)cols,
+					      (long long)n_tok, (long long)t, (long long)r,
+					      g, e, mg);
+				if (l > 0)
+					ck_assert_msg(fabs(g - ys[t * ldy + r]) <= 1e-5 * mg,
+						      "%s %s %lldx%lld n_tok %lld: y[%lld][%lld]"
+						      " = %.9g, scalar %.9g",
+						      strata_simd_name(l), strata_type_name(type),
+						      (long long)rows, (long long)cols,
+						      (long long)n_tok, (long long)t,
+						      (long long)r, g, (double)ys[t * ldy + r]);
+			}
+		}
+	}
+	strata_simd_set(strata_simd_detect());
+	free(w), free(x), free(wf), free(ys), free(y), free(ref), free(mag), free(qerr);
+}
+
+static const int64_t g_ntoks[] = { 1, 2, 3, 5, 8, 17, 64 };
+
+static void check_type(uint32_t type, const int64_t *rows, int nrows,
+		       const int64_t *cols, int ncols, double tol)
+{
+	struct strata_pool *pool;
+
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	for (int a = 0; a < nrows; a++)
+		for (int b = 0; b < ncols; b++)
+			for (size_t c = 0; c < sizeof(g_ntoks) / sizeof(g_ntoks[0]); c++)
+				check_shape(pool, type, rows[a], cols[b], g_ntoks[c], tol);
+	strata_pool_free(pool);
+}
+
+static const int64_t g_rows[] = { 1, 3, 4, 5, 17, 67 };
+static const int64_t g_cols_f[] = { 1, 7, 16, 33, 64, 172 };
+static const int64_t g_cols_q[] = { 32, 64, 96, 160, 288 };
+
+START_TEST(matmul_f32)
+{
+	check_type(STRATA_TYPE_F32, g_rows, 6, g_cols_f, 6, 1e-5);
+}
+END_TEST
+
+START_TEST(matmul_f16)
+{
+	check_type(STRATA_TYPE_F16, g_rows, 6, g_cols_f, 6, 1e-5);
+}
+END_TEST
+
+START_TEST(matmul_bf16)
+{
+	check_type(STRATA_TYPE_BF16, g_rows, 6, g_cols_f, 6, 1e-5);
+}
+END_TEST
+
+START_TEST(matmul_q8_0)
+{
+	check_type(STRATA_TYPE_Q8_0, g_rows, 6, g_cols_q, 5, 1e-5);
+}
+END_TEST
+
+/* The Q8_0 integer dot, exactly: against a double reference over the
+ * quantised activations, so only float rounding of the block sums remains. */
+START_TEST(matmul_q8_0_exact_activations)
+{
+	const int64_t rows = 37, cols = 32 * 13, n_tok = 9;
+	uint8_t *w = make_weights(STRATA_TYPE_Q8_0, rows, cols);
+	float *x = make_input(cols, cols, n_tok);
+	float *y = malloc(sizeof(float) * (size_t)(rows * n_tok));
+	struct strata_mat m;
+	int lv_n = levels_available();
+
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q8_0, rows, cols, w), 0);
+	for (int l = 0; l < lv_n; l++) {
+		const struct strata_act_ops *ao =
+			&strata_kern_level_get(l)->act[STRATA_ACT_Q8_0];
+		void *xq = aligned_alloc(64, ao->row_bytes(cols));
+
+		ck_assert_int_eq(strata_simd_set(l), 0);
+		strata_matmul(NULL, &m, x, cols, n_tok, y, rows);
+		for (int64_t t = 0; t < n_tok; t++) {
+			ao->quantize(x + t * cols, xq, cols);
+			for (int64_t r = 0; r < rows; r++) {
+				double s = 0, a = 0;
+
+				for (int64_t b = 0; b < cols / 32; b++) {
+					const uint8_t *blk = w + r * m.row_bytes + b * 34;
+					double dw = strata_fp16_to_f32(ld16(blk));
+					long isum = 0;
+					float dx = 0;
+
+					for (int i = 0; i < 32; i++) {
+						int8_t q;
+
+						ao->peek(xq, cols, b * 32 + i, &q, &dx);
+						isum += (long)(int8_t)blk[2 + i] * q;
+						a += fabs((double)(int8_t)blk[2 + i] * q * dw * dx);
+					}
+					s += (double)isum * dw * dx;
+				}
+				ck_assert_msg(fabs(y[t * rows + r] - s) <= 1e-6 * a + 1e-30,
+					      "%s: y[%lld][%lld] = %.9g, exact %.9g",
+					      strata_simd_name(l), (long long)t, (long long)r,
+					      y[t * rows + r], s);
+			}
+		}
+		free(xq);
+	}
+	strata_simd_set(strata_simd_detect());
+	free(w), free(x), free(y);
+}
+END_TEST
+
+/* The result does not depend on the pool (chunks align with tiles), and a
+ * matmul big enough to be split over threads is right. */
+START_TEST(matmul_thread_independent)
+{
+	static const uint32_t types[] = { STRATA_TYPE_F32, STRATA_TYPE_Q8_0 };
+	struct strata_pool *p1, *p2, *p3;
+
+	ck_assert_int_eq(strata_pool_create(1, &p1), 0);
+	ck_assert_int_eq(strata_pool_create(2, &p2), 0);
+	ck_assert_int_eq(strata_pool_create(3, &p3), 0);
+	for (int ti = 0; ti < 2; ti++) {
+		const int64_t rows = 301, cols = 512, n_tok = 70;
+		uint8_t *w = make_weights(types[ti], rows, cols);
+		float *x = make_input(cols, cols, n_tok);
+		size_t ny = (size_t)(rows * n_tok);
+		float *y0 = malloc(sizeof(float) * ny), *y1 = malloc(sizeof(float) * ny);
+		struct strata_mat m;
+
+		ck_assert_int_eq(strata_mat_init(&m, types[ti], rows, cols, w), 0);
+		for (int64_t nt = 1; nt <= n_tok; nt += 23) {
+			strata_matmul(NULL, &m, x, cols, nt, y0, rows);
+			strata_matmul(p1, &m, x, cols, nt, y1, rows);
+			ck_assert(memcmp(y0, y1, sizeof(float) * (size_t)(rows * nt)) == 0);
+			strata_matmul(p2, &m, x, cols, nt, y1, rows);
+			ck_assert(memcmp(y0, y1, sizeof(float) * (size_t)(rows * nt)) == 0);
+			strata_matmul(p3, &m, x, cols, nt, y1, rows);
+			ck_assert(memcmp(y0, y1, sizeof(float) * (size_t)(rows * nt)) == 0);
+		}
+		free(w), free(x), free(y0), free(y1);
+	}
+	strata_pool_free(p1);
+	strata_pool_free(p2);
+	strata_pool_free(p3);
+}
+END_TEST
+
+/* ---- dot / axpy ------------------------------------------------------------- */
+
+START_TEST(dot_axpy_levels)
+{
+	float a[216], b[216], y0[216], y1[216];
+	int lv_n = levels_available();
+
+	for (int i = 0; i < 216; i++)
+		a[i] = frnd(), b[i] = frnd() * 4.0f;
+	for (int64_t n = 0; n <= 200; n++) {
+		for (int off = 0; off < 3; off++) {
+			double ref = 0, mag = 0;
+
+			for (int64_t i = 0; i < n; i++) {
+				ref += (double)a[off + i] * b[i];
+				mag += fabs((double)a[off + i] * b[i]);
+			}
+			for (int l = 0; l < lv_n; l++) {
+				float got;
+
+				ck_assert_int_eq(strata_simd_set(l), 0);
+				got = strata_dot_f32(a + off, b, n);
+				ck_assert_msg(fabs(got - ref) <= 1e-6 * mag + 1e-30,
+					      "%s dot n=%lld: %.9g vs %.9g",
+					      strata_simd_name(l), (long long)n, got, ref);
+				for (int i = 0; i < 216; i++)
+					y0[i] = y1[i] = b[i];
+				strata_kern_scalar.axpy_f32(y0 + off, 0.75f, a, n);
+				strata_axpy_f32(y1 + off, 0.75f, a, n);
+				for (int i = 0; i < 216; i++)
+					ck_assert_msg(fabsf(y0[i] - y1[i]) <=
+					      1e-6f * (fabsf(b[i]) + fabsf(a[i])),
+						      "%s axpy n=%lld i=%d: %.9g vs %.9g",
+						      strata_simd_name(l), (long long)n, i,
+						      y1[i], y0[i]);
+			}
+		}
+	}
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
+/* ---- level selection ---------------------------------------------------------- */
+
+START_TEST(simd_select)
+{
+	enum strata_simd best = strata_simd_detect();
+	pid_t pid;
+	int st;
+
+	ck_assert_int_eq(strata_simd_set((enum strata_simd)7), -EINVAL);
+	for (int l = 0; l <= STRATA_SIMD_AVX512; l++) {
+		ck_assert_int_eq(strata_simd_set(l), l <= (int)best ? 0 : -ENOTSUP);
+		if (l <= (int)best)
+			ck_assert_int_eq(strata_simd_get(), l);
+	}
+	ck_assert_str_eq(strata_simd_name(STRATA_SIMD_AVX2), "avx2");
+	strata_simd_set(best);
+	/* The env cap is read once, at first use: check it in a fresh child. */
+	pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		/* This process has used the kernels already: re-exec, and the
+		 * fresh image reports through its exit status (see main). */
+		setenv("STRATA_SIMD", "scalar", 1);
+		setenv("CHECK_KERNELS_PROBE", "1", 1);
+		execl("/proc/self/exe", "check_kernels", (char *)NULL);
+		_exit(99);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "with STRATA_SIMD=scalar the level was not capped (status %d)",
+		      WEXITSTATUS(st));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("kernels");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	/* Child of simd_select: report the level chosen under STRATA_SIMD. */
+	if (getenv("CHECK_KERNELS_PROBE"))
+		return strata_simd_get() == STRATA_SIMD_SCALAR ? 0 : 1;
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, fp16_round_trip_all);
+	tcase_add_test(tc, fp16_rounding);
+	tcase_add_test(tc, bf16_conversions);
+	tcase_add_test(tc, dequant_hand_blocks);
+	tcase_add_test(tc, dequant_levels_identical);
+	tcase_add_test(tc, mat_init_and_get_row);
+	tcase_add_test(tc, act_quant_levels_identical);
+	tcase_add_test(tc, matmul_f32);
+	tcase_add_test(tc, matmul_f16);
+	tcase_add_test(tc, matmul_bf16);
+	tcase_add_test(tc, matmul_q8_0);
+	tcase_add_test(tc, matmul_q8_0_exact_activations);
+	tcase_add_test(tc, matmul_thread_independent);
+	tcase_add_test(tc, dot_axpy_levels);
+	tcase_add_test(tc, simd_select);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0;
+}

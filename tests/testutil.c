@@ -1,0 +1,112 @@
+#define _GNU_SOURCE /* asprintf */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *tu_shared(const char *rel)
+{
+	static char buf[4096];
+	const char *base = getenv("STRATA_SHARED_DIR");
+	struct stat st;
+
+	if (!base)
+		base = STRATA_SHARED;
+	snprintf(buf, sizeof(buf), "%s/%s", base, rel);
+	return stat(buf, &st) == 0 ? buf : NULL;
+}
+
+const char *tu_shared_or_skip(const char *rel)
+{
+	const char *p = tu_shared(rel);
+
+	if (!p) {
+		printf("SKIP: test data ../shared/%s is absent\n", rel);
+		exit(STRATA_TEST_SKIP);
+	}
+	return p;
+}
+
+int tu_run(const char *cmd, char *out, size_t cap)
+{
+	char *full;
+	FILE *f;
+	size_t n = 0;
+	int st;
+
+	if (asprintf(&full, "timeout 120 %s 2>&1", cmd) < 0)
+		return -1;
+	f = popen(full, "r");
+	free(full);
+	if (!f)
+		return -1;
+	if (out && cap) {
+		size_t r;
+
+		while (n + 1 < cap && (r = fread(out + n, 1, cap - 1 - n, f)) > 0)
+			n += r;
+		out[n] = 0;
+	}
+	{
+		char sink[4096];
+
+		while (fread(sink, 1, sizeof(sink), f) > 0)
+			;
+	}
+	st = pclose(f);
+	if (st == -1)
+		return -1;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return -1;
+}
+
+void *tu_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = 0;
+		*len = (size_t)n;
+	}
+	return buf;
+}
+
+int tu_write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fwrite(data, 1, len, f) == len;
+	return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+const char *tu_tmpdir(void)
+{
+	static char buf[4096];
+	const char *base = getenv("TMPDIR");
+
+	snprintf(buf, sizeof(buf), "%s/strata-test-XXXXXX", base ? base : "/tmp");
+	return mkdtemp(buf);
+}

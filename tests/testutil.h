@@ -1,0 +1,34 @@
+/*
+ * testutil.h - helpers shared by the Check suites.
+ */
+#ifndef STRATA_TESTUTIL_H
+#define STRATA_TESTUTIL_H
+
+#include <stddef.h>
+
+#define STRATA_TEST_SKIP 77
+
+/*
+ * Path of a file under ../shared (STRATA_SHARED, overridable with env
+ * STRATA_SHARED_DIR) in a static buffer; NULL when the file is absent.
+ */
+const char *tu_shared(const char *rel);
+/* Like tu_shared but prints "SKIP: <why>" and exits 77 when absent. */
+const char *tu_shared_or_skip(const char *rel);
+
+/*
+ * Run a shell command line, capture stdout+stderr (at most cap-1 bytes,
+ * NUL-terminated) and return its exit status (or -1 if it could not run;
+ * 128+sig when killed).  The command runs under `timeout 120` so a hang fails
+ * instead of blocking the suite.
+ */
+int tu_run(const char *cmd, char *out, size_t cap);
+
+/* Read a whole file; malloc'd, *len set; NULL on failure. */
+void *tu_read_file(const char *path, size_t *len);
+/* Write bytes to a file; 0 or -1. */
+int tu_write_file(const char *path, const void *data, size_t len);
+/* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
+const char *tu_tmpdir(void);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * bench.c - strata-bench: prompt (pp) and decode (tg) speed of a model, the
+ * way llama-bench measures them, so the figures compare with llama.cpp's:
+ *   pp N: one batched forward of N tokens into an empty context;
+ *   tg N: N single-token forwards, each sampling nothing (greedy not needed).
+ * Each test runs after one warm-up and is repeated -r times; the median and
+ * the spread are printed, one line per test, plus a CSV with -o.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/kernels.h"
+#include "model/model.h"
+#include "util/log.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct bench {
+	struct strata_model *m;
+	struct strata_seq *seq;
+	struct strata_pool *pool;
+	int32_t *tokens;
+	float *logits;
+};
+
+/* Seconds for one pp (n_tg == 0) or tg run. */
+static int run_once(struct bench *b, uint32_t n_pp, uint32_t n_tg, double *secs)
+{
+	double t0;
+	int rc;
+
+	strata_seq_truncate(b->seq, 0);
+	t0 = now_s();
+	if (n_pp) {
+		rc = strata_forward(b->seq, b->pool, b->tokens, n_pp, b->logits, 0);
+		if (rc)
+			return rc;
+	}
+	for (uint32_t i = 0; i < n_tg; i++) {
+		rc = strata_forward(b->seq, b->pool, b->tokens + i, 1, b->logits, 0);
+		if (rc)
+			return rc;
+	}
+	*secs = now_s() - t0;
+	return 0;
+}
+
+static int bench_test(struct bench *b, const char *name, uint32_t n_pp, uint32_t n_tg, int reps,
+		      int threads, FILE *csv, const char *model)
+{
+	double *ts = calloc((size_t)reps, sizeof(double)), secs;
+	uint32_t n = n_pp ? n_pp : n_tg;
+	int rc = run_once(b, n_pp, n_tg, &secs); /* warm-up: page in the weights */
+
+	if (!ts)
+		return -ENOMEM;
+	for (int r = 0; !rc && r < reps; r++) {
+		rc = run_once(b, n_pp, n_tg, &secs);
+		ts[r] = n / secs;
+		if (isatty(2))
+			fprintf(stderr, "\r%s: run %d/%d: %.1f tok/s   ", name, r + 1, reps, ts[r]);
+	}
+	if (isatty(2))
+		fprintf(stderr, "\r%60s\r", "");
+	if (!rc) {
+		qsort(ts, (size_t)reps, sizeof(double), cmp_double);
+		printf("| %-8s | %7d | %12.1f | %10.1f | %10.1f |\n", name, threads,
+		       ts[reps / 2], ts[0], ts[reps - 1]);
+		if (csv)
+			fprintf(csv, "%s,%s,%d,%.3f,%.3f,%.3f\n", model, name, threads, ts[reps / 2],
+				ts[0], ts[reps - 1]);
+	}
+	free(ts);
+	return rc;
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s -m MODEL [-t THREADS] [-p N_PROMPT] [-n N_GEN] [-r REPS] [-o CSV]\n"
+	       "  -m MODEL    GGUF model\n"
+	       "  -t N        threads (default: all online CPUs)\n"
+	       "  -p N        prompt test: one batch of N tokens (default 512; 0 = skip)\n"
+	       "  -n N        decode test: N single-token steps (default 128; 0 = skip)\n"
+	       "  -r N        repetitions after one warm-up (default 5); the median is reported\n"
+	       "  -o FILE     append CSV rows: model,test,threads,median,min,max (tok/s)\n",
+	       prog);
+}
+
+int main(int argc, char **argv)
+{
+	const char *model = NULL, *csv_path = NULL;
+	int threads = 0, reps = 5, opt, rc = 0;
+	long n_pp = 512, n_tg = 128;
+	struct bench b = { 0 };
+	FILE *csv = NULL;
+	char name[32];
+
+	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:h")) != -1) {
+		char *end;
+		long v = optarg ? strtol(optarg, &end, 10) : 0;
+
+		if (optarg && opt != 'm' && opt != 'o' && (*end || v < 0)) {
+			fprintf(stderr, "strata-bench: error: -%c needs a number >= 0, got '%s'\n",
+				opt, optarg);
+			return 2;
+		}
+		switch (opt) {
+		case 'm': model = optarg; break;
+		case 'o': csv_path = optarg; break;
+		case 't': threads = (int)v; break;
+		case 'p': n_pp = v; break;
+		case 'n': n_tg = v; break;
+		case 'r': reps = v > 0 ? (int)v : 1; break;
+		case 'h': usage(argv[0]); return 0;
+		default: usage(argv[0]); return 2;
+		}
+	}
+	if (!model || optind != argc) {
+		usage(argv[0]);
+		return 2;
+	}
+	if (strata_model_load(model, &b.m) || strata_pool_create(threads, &b.pool))
+		return 1;
+	threads = strata_pool_size(b.pool);
+	{
+		uint32_t ctx = (uint32_t)(n_pp > n_tg ? n_pp : n_tg);
+
+		if (strata_seq_create(b.m, ctx ? ctx : 1, ctx ? ctx : 1, &b.seq))
+			return 1;
+		b.tokens = malloc((ctx + 1) * sizeof(int32_t));
+		b.logits = malloc(b.m->hp.n_vocab * sizeof(float));
+		if (!b.tokens || !b.logits)
+			return 1;
+		srand(1234);
+		for (uint32_t i = 0; i <= ctx; i++)
+			b.tokens[i] = rand() % (int)b.m->hp.n_vocab;
+	}
+	if (csv_path && !(csv = fopen(csv_path, "a"))) {
+		fprintf(stderr, "strata-bench: error: cannot open %s\n", csv_path);
+		return 1;
+	}
+	printf("model %s: %s, %.2f M parameters, %.1f MiB of weights; kernels %s\n", model,
+	       b.m->hp.arch_name, b.m->n_params / 1e6, b.m->weight_bytes / 1048576.0,
+	       strata_simd_name(strata_simd_get()));
+	printf("| %-8s | %7s | %12s | %10s | %10s |\n", "test", "threads", "tok/s median",
+	       "min", "max");
+	printf("|----------|---------|--------------|------------|------------|\n");
+	if (n_pp > 0) {
+		snprintf(name, sizeof(name), "pp%ld", n_pp);
+		rc = bench_test(&b, name, (uint32_t)n_pp, 0, reps, threads, csv, model);
+	}
+	if (!rc && n_tg > 0) {
+		snprintf(name, sizeof(name), "tg%ld", n_tg);
+		rc = bench_test(&b, name, 0, (uint32_t)n_tg, reps, threads, csv, model);
+	}
+	if (rc)
+		fprintf(stderr, "strata-bench: error: forward failed: %s\n", strerror(-rc));
+	if (csv)
+		fclose(csv);
+	free(b.tokens);
+	free(b.logits);
+	strata_seq_free(b.seq);
+	strata_pool_free(b.pool);
+	strata_model_free(b.m);
+	return rc ? 1 : 0;
+}

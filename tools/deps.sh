@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install the Debian packages strata needs to build and test, when missing.
+# Run as root (or with sudo available); prints what it installs.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "strata: missing Debian packages: ${missing[*]} (run this script as root)" >&2
+  exit 1
+fi
+echo "strata: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
