@@ -18,7 +18,7 @@ static char g_out[1 << 16];
 /* Run `strata ARGS` from the repository root; returns the exit status. */
 static int strata(const char *args)
 {
-	char cmd[8192];
+	char cmd[16384];
 
 	snprintf(cmd, sizeof(cmd), "%s %s", STRATA_BIN, args);
 	return tu_run(cmd, g_out, sizeof(g_out));
@@ -133,10 +133,11 @@ static void compare_dump(const char *model, const char *prompt)
 
 START_TEST(dump_logits_golden)
 {
-	static const char *const models[] = { "stories260K", "syn-llama-f32" };
+	static const char *const models[] = { "stories260K", "syn-llama-f32", "syn-qwen3moe-f32",
+					      "syn-glm4moe-f32" };
 	static const char *const prompts[] = { "once", "story", "mixed" };
 
-	for (int m = 0; m < 2; m++)
+	for (int m = 0; m < 4; m++)
 		for (int p = 0; p < 3; p++)
 			compare_dump(models[m], prompts[p]);
 }

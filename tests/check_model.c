@@ -14,7 +14,11 @@
 #include "slog.h"
 #include "testutil.h"
 
-static const char *const g_models[] = { "stories260K", "syn-llama-f32" };
+static const char *const g_models[] = {
+	"stories260K", "syn-llama-f32", "syn-qwen3moe-f32", "syn-glm4moe-f32",
+	"syn-qwen3moe-d256-f32",
+};
+#define N_MODELS (sizeof(g_models) / sizeof(g_models[0]))
 static const char *const g_prompts[] = { "once", "story", "mixed" };
 
 /*
@@ -68,7 +72,7 @@ static void golden_at_level(enum strata_simd level)
 		printf("SKIP part: this CPU lacks %s\n", strata_simd_name(level));
 		return;
 	}
-	for (size_t mi = 0; mi < 2; mi++)
+	for (size_t mi = 0; mi < N_MODELS; mi++)
 		for (size_t pi = 0; pi < 3; pi++) {
 			double batch = max_diff(g_models[mi], g_prompts[pi], 512, 2);
 			double step = max_diff(g_models[mi], g_prompts[pi], 1, 1);

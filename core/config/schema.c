@@ -27,7 +27,7 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("model", "path", PATH, model_path, 0, 0, 0, NULL, "-m", "--model", "FILE",
 	  NULL, "model file (GGUF); required"),
 	K("model", "ctx_size", UINT32, ctx_size, 0, UMAX, 0, "0", NULL, "--ctx-size", "N",
-	  NULL, "context size in tokens; 0 = the model's training context"),
+	  NULL, "context size in tokens; 0 = the model's training context, at most 4096"),
 
 	K("run", "prompt", STR, prompt, 0, 0, 0, NULL, "-p", "--prompt", "TEXT",
 	  NULL, "prompt to start generating from"),

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "moe.h"
 #include "util/log.h"
 
 struct strata_seq {
@@ -24,6 +25,8 @@ struct strata_seq {
 	float *x, *xn;     /* [B][n_embd] residual, normed */
 	float *q, *att;    /* [B][n_head*head_dim], [B][n_head*head_dim_v] */
 	float *hb, *hb2;   /* [B][n_ff] */
+	float *ffn_out;    /* [B][n_embd] */
+	struct strata_moe_ws *moe; /* NULL for dense models */
 	float *scores;     /* [n_threads_max][n_ctx] */
 	int scores_threads;
 	float *inv_freq;   /* [n_rot/2] */
@@ -76,10 +79,13 @@ int strata_seq_create(const struct strata_model *m, uint32_t n_ctx, uint32_t max
 	s->q = xcalloc(B, (size_t)hp->n_head * hp->head_dim * sizeof(float));
 	s->att = xcalloc(B, (size_t)hp->n_head * hp->head_dim_v * sizeof(float));
 	s->hb = xcalloc(B, hp->n_ff * sizeof(float));
+	s->ffn_out = xcalloc(B, hp->n_embd * sizeof(float));
+	if (hp->n_expert && strata_moe_ws_create(hp, max_batch, &s->moe))
+		s->moe = NULL;
 	s->hb2 = xcalloc(B, hp->n_ff * sizeof(float));
 	s->scores = xcalloc(SEQ_MAX_THREADS, ctx * sizeof(float));
 	s->inv_freq = xcalloc(hp->n_rot / 2 + 1, sizeof(float));
-	if (!s->k || !s->v || !s->kb || !s->vb || !s->x || !s->xn || !s->q || !s->att || !s->hb || !s->hb2 ||
+	if (!s->k || !s->v || !s->kb || !s->vb || !s->x || !s->xn || !s->q || !s->att || !s->hb || !s->hb2 || !s->ffn_out || (hp->n_expert && !s->moe) ||
 	    !s->scores || !s->inv_freq) {
 		strata_error("out of memory for a context of %u tokens (batch %u)", n_ctx, max_batch);
 		strata_seq_free(s);
@@ -112,6 +118,8 @@ void strata_seq_free(struct strata_seq *s)
 	free(s->att);
 	free(s->hb);
 	free(s->hb2);
+	free(s->ffn_out);
+	strata_moe_ws_free(s->moe);
 	free(s->scores);
 	free(s->inv_freq);
 	free(s);
@@ -161,6 +169,20 @@ static void rope(float *v, int n_heads, int head_dim, int n_rot, int type, uint3
 			x[b] = x0 * s + x1 * c;
 		}
 	}
+}
+
+static void add_bias(float *rows, const float *bias, uint32_t n, uint32_t dim)
+{
+	for (uint32_t t = 0; t < n; t++)
+		for (uint32_t i = 0; i < dim; i++)
+			rows[(size_t)t * dim + i] += bias[i];
+}
+
+/* RMSNorm of each of n head vectors in place (qwen3's per-head q/k norm). */
+static void head_norm(float *v, const float *w, uint32_t n, uint32_t hd, float eps)
+{
+	for (uint32_t i = 0; i < n; i++)
+		rmsnorm(v + (size_t)i * hd, v + (size_t)i * hd, w, (int)hd, eps);
 }
 
 static inline float silu(float x)
@@ -243,6 +265,16 @@ static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint
 	strata_matmul(pool, &L->wq, s->xn, e, n, s->q, qd);
 	strata_matmul(pool, &L->wk, s->xn, e, n, kc, s->kv_dim);
 	strata_matmul(pool, &L->wv, s->xn, e, n, vc, s->kv_dim_v);
+	if (L->bq)
+		add_bias(s->q, L->bq, n, qd);
+	if (L->bk)
+		add_bias(kc, L->bk, n, s->kv_dim);
+	if (L->bv)
+		add_bias(vc, L->bv, n, s->kv_dim_v);
+	if (L->q_norm)
+		head_norm(s->q, L->q_norm, n * hp->n_head, hp->head_dim, hp->rms_eps);
+	if (L->k_norm)
+		head_norm(kc, L->k_norm, n * hp->n_head_kv, hp->head_dim, hp->rms_eps);
 	for (uint32_t t = 0; t < n; t++) {
 		rope(s->q + (size_t)t * qd, (int)hp->n_head, (int)hp->head_dim, (int)hp->n_rot,
 		     hp->rope_type, s->pos + t, s->inv_freq);
@@ -271,6 +303,12 @@ static void ffn_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l
 	for (uint32_t t = 0; t < n; t++)
 		rmsnorm(s->xn + (size_t)t * e, s->x + (size_t)t * e, L->ffn_norm, (int)e,
 			hp->rms_eps);
+	if (L->moe) {
+		strata_moe_ffn(s->moe, pool, hp, L, s->xn, n, s->ffn_out);
+		for (size_t i = 0; i < (size_t)n * e; i++)
+			s->x[i] += s->ffn_out[i];
+		return;
+	}
 	strata_matmul(pool, &L->w_gate, s->xn, e, n, s->hb, f);
 	strata_matmul(pool, &L->w_up, s->xn, e, n, s->hb2, f);
 	for (size_t i = 0; i < (size_t)n * f; i++)
@@ -302,7 +340,8 @@ int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t
 		}
 		strata_mat_get_row(&m->tok_embd, tokens[t], s->x + (size_t)t * e);
 	}
-	for (uint32_t l = 0; l < hp->n_layer; l++) {
+	/* Trailing nextn (MTP) layers are not part of the main forward pass. */
+	for (uint32_t l = 0; l < hp->n_layer - hp->n_nextn; l++) {
 		attention_block(s, pool, l, n);
 		ffn_block(s, pool, l, n);
 	}

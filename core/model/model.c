@@ -123,6 +123,40 @@ static int load_mat(struct loader *l, const char *name, int64_t cols, int64_t ro
 	return 0;
 }
 
+/* n expert matrices of `rows` x `cols` (GGUF shape [cols, rows, n]). */
+static int load_experts(struct loader *l, const char *name, int64_t cols, int64_t rows,
+			uint32_t n, struct strata_experts *out)
+{
+	const struct strata_gguf_tensor *t = find(l, name, 1);
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != n || t->ne[3] != 1) {
+		strata_error("%s: expert tensor '%s' has shape [%lld, %lld, %lld, %lld], expected "
+			     "[%lld, %lld, %u] from the metadata", l->path, name,
+			     (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+			     (long long)t->ne[3], (long long)cols, (long long)rows, n);
+		return -EINVAL;
+	}
+	if (!strata_type_supported(t->type)) {
+		strata_error("%s: tensor '%s' has type %s, which strata cannot compute with",
+			     l->path, name, strata_type_name(t->type));
+		return -ENOTSUP;
+	}
+	rc = strata_mat_init(&out->m, t->type, rows, cols, t->data);
+	if (rc) {
+		strata_error("%s: tensor '%s' (%s) rows of %lld values are not whole blocks",
+			     l->path, name, strata_type_name(t->type), (long long)cols);
+		return rc;
+	}
+	out->stride = out->m.row_bytes * (size_t)rows;
+	out->n = n;
+	l->m->n_params += (uint64_t)(rows * cols) * n;
+	l->m->weight_bytes += t->size;
+	return 0;
+}
+
 /* A vector of n F32 values (norm weights). */
 static int load_vec(struct loader *l, const char *name, int64_t n, int required,
 		    const float **out)
@@ -145,6 +179,53 @@ static int load_vec(struct loader *l, const char *name, int64_t n, int required,
 	*out = (const float *)t->data;
 	l->m->n_params += (uint64_t)n;
 	l->m->weight_bytes += t->size;
+	return 0;
+}
+
+static int load_moe_hparams(struct loader *l)
+{
+	struct strata_hparams *hp = &l->m->hp;
+	uint32_t shared = 1, gating = 0;
+	int rc, norm = 1;
+
+	if ((rc = hp_u32(l, "expert_count", &hp->n_expert)) ||
+	    (rc = hp_u32(l, "expert_used_count", &hp->n_expert_used)) ||
+	    (rc = hp_u32(l, "expert_feed_forward_length", &hp->n_ff_exp)))
+		return rc;
+	if (hp->n_expert_used > hp->n_expert) {
+		strata_error("%s: expert_used_count %u exceeds expert_count %u", l->path,
+			     hp->n_expert_used, hp->n_expert);
+		return -EINVAL;
+	}
+	hp->gating = STRATA_GATING_SOFTMAX;
+	hp->expert_weights_norm = 1; /* qwen3moe always renormalises its top-k */
+	hp->expert_weights_scale = 1.0f;
+	if (hp->arch != STRATA_ARCH_GLM4MOE)
+		return 0;
+	if ((rc = hp_u32_opt(l, "expert_shared_count", &shared)) ||
+	    (rc = hp_u32_opt(l, "expert_gating_func", &gating)) ||
+	    (rc = hp_f32_opt(l, "expert_weights_scale", &hp->expert_weights_scale)))
+		return rc;
+	hp->n_ff_shexp = hp->n_ff_exp * shared;
+	if (gating == STRATA_GATING_SOFTMAX || gating == STRATA_GATING_SIGMOID)
+		hp->gating = (enum strata_gating)gating;
+	else if (gating != 0) {
+		strata_error("%s: unknown expert_gating_func %u", l->path, gating);
+		return -ENOTSUP;
+	}
+	if (strata_gguf_get_bool(l->m->gguf, arch_key(l, "expert_weights_norm"), &norm) == 0)
+		hp->expert_weights_norm = norm;
+	else
+		hp->expert_weights_norm = 0;
+	/* Counts may be 0 here, so read them directly rather than through hp_u32_opt. */
+	strata_gguf_get_u32(l->m->gguf, arch_key(l, "leading_dense_block_count"),
+			    &hp->n_dense_lead);
+	strata_gguf_get_u32(l->m->gguf, arch_key(l, "nextn_predict_layers"), &hp->n_nextn);
+	if (hp->n_nextn >= hp->n_layer || hp->n_dense_lead > hp->n_layer) {
+		strata_error("%s: %u nextn and %u leading dense layers do not fit %u layers",
+			     l->path, hp->n_nextn, hp->n_dense_lead, hp->n_layer);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -203,12 +284,14 @@ static int load_hparams(struct loader *l)
 		    hp_f32_opt(l, "rope.scaling.factor", &factor) == 0 && factor > 0.0f)
 			hp->rope_freq_scale = 1.0f / factor;
 	}
-	hp->rope_type = STRATA_ROPE_NORM;
+	hp->rope_type = hp->arch == STRATA_ARCH_LLAMA ? STRATA_ROPE_NORM : STRATA_ROPE_NEOX;
 	(void)v;
-	return 0;
+	return hp->arch == STRATA_ARCH_LLAMA ? 0 : load_moe_hparams(l);
 }
 
-static int load_layer(struct loader *l, uint32_t i)
+#define T(suffix) (snprintf(name, sizeof(name), "blk.%u." suffix, i), name)
+
+static int load_attention(struct loader *l, uint32_t i)
 {
 	const struct strata_hparams *hp = &l->m->hp;
 	struct strata_layer *L = &l->m->layers[i];
@@ -216,23 +299,84 @@ static int load_layer(struct loader *l, uint32_t i)
 	int64_t kv = (int64_t)hp->n_head_kv * hp->head_dim;
 	int64_t vv = (int64_t)hp->n_head_kv * hp->head_dim_v;
 	int64_t o = (int64_t)hp->n_head * hp->head_dim_v;
+	int qk_norm = hp->arch == STRATA_ARCH_QWEN3MOE;
 	char name[96];
 	int rc;
 
-#define T(suffix) (snprintf(name, sizeof(name), "blk.%u." suffix, i), name)
 	if ((rc = load_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)) ||
 	    (rc = load_mat(l, T("attn_q.weight"), e, q, &L->wq)) ||
 	    (rc = load_mat(l, T("attn_k.weight"), e, kv, &L->wk)) ||
 	    (rc = load_mat(l, T("attn_v.weight"), e, vv, &L->wv)) ||
 	    (rc = load_mat(l, T("attn_output.weight"), o, e, &L->wo)) ||
-	    (rc = load_vec(l, T("ffn_norm.weight"), e, 1, &L->ffn_norm)) ||
-	    (rc = load_mat(l, T("ffn_gate.weight"), e, hp->n_ff, &L->w_gate)) ||
-	    (rc = load_mat(l, T("ffn_up.weight"), e, hp->n_ff, &L->w_up)) ||
-	    (rc = load_mat(l, T("ffn_down.weight"), hp->n_ff, e, &L->w_down)))
+	    (rc = load_vec(l, T("attn_q.bias"), q, 0, &L->bq)) ||
+	    (rc = load_vec(l, T("attn_k.bias"), kv, 0, &L->bk)) ||
+	    (rc = load_vec(l, T("attn_v.bias"), vv, 0, &L->bv)) ||
+	    (rc = load_vec(l, T("attn_q_norm.weight"), hp->head_dim, qk_norm, &L->q_norm)) ||
+	    (rc = load_vec(l, T("attn_k_norm.weight"), hp->head_dim, qk_norm, &L->k_norm)))
 		return rc;
-#undef T
 	return 0;
 }
+
+static int load_moe(struct loader *l, uint32_t i)
+{
+	const struct strata_hparams *hp = &l->m->hp;
+	struct strata_layer *L = &l->m->layers[i];
+	int64_t e = hp->n_embd, f = hp->n_ff_exp;
+	char name[96];
+	int rc;
+
+	L->moe = 1;
+	if ((rc = load_mat(l, T("ffn_gate_inp.weight"), e, hp->n_expert, &L->gate_inp)) ||
+	    (rc = load_experts(l, T("ffn_gate_exps.weight"), e, f, hp->n_expert, &L->gate_exps)) ||
+	    (rc = load_experts(l, T("ffn_up_exps.weight"), e, f, hp->n_expert, &L->up_exps)) ||
+	    (rc = load_experts(l, T("ffn_down_exps.weight"), f, e, hp->n_expert, &L->down_exps)) ||
+	    (rc = load_vec(l, T("exp_probs_b.bias"), hp->n_expert, 0, &L->exp_probs_b)))
+		return rc;
+	if (hp->n_ff_shexp == 0)
+		return 0;
+	L->has_shexp = 1;
+	if ((rc = load_mat(l, T("ffn_gate_shexp.weight"), e, hp->n_ff_shexp, &L->gate_shexp)) ||
+	    (rc = load_mat(l, T("ffn_up_shexp.weight"), e, hp->n_ff_shexp, &L->up_shexp)) ||
+	    (rc = load_mat(l, T("ffn_down_shexp.weight"), hp->n_ff_shexp, e, &L->down_shexp)))
+		return rc;
+	return 0;
+}
+
+static int load_layer(struct loader *l, uint32_t i)
+{
+	const struct strata_hparams *hp = &l->m->hp;
+	struct strata_layer *L = &l->m->layers[i];
+	int64_t e = hp->n_embd;
+	const char *norm = hp->arch == STRATA_ARCH_GLM4MOE ? "post_attention_norm.weight"
+							   : "ffn_norm.weight";
+	char name[96];
+	int rc;
+
+	if ((rc = load_attention(l, i)))
+		return rc;
+	snprintf(name, sizeof(name), "blk.%u.%s", i, norm);
+	if ((rc = load_vec(l, name, e, 1, &L->ffn_norm)))
+		return rc;
+	if (hp->n_expert && i >= hp->n_dense_lead) {
+		rc = load_moe(l, i);
+	} else {
+		if ((rc = load_mat(l, T("ffn_gate.weight"), e, hp->n_ff, &L->w_gate)) ||
+		    (rc = load_mat(l, T("ffn_up.weight"), e, hp->n_ff, &L->w_up)))
+			return rc;
+		rc = load_mat(l, T("ffn_down.weight"), hp->n_ff, e, &L->w_down);
+	}
+	if (rc || i < hp->n_layer - hp->n_nextn)
+		return rc;
+	/* The MTP head: kept for speculative decoding, skipped by the forward pass. */
+	if ((rc = load_mat(l, T("nextn.eh_proj.weight"), 2 * e, e, &L->nextn.eh_proj)) ||
+	    (rc = load_vec(l, T("nextn.enorm.weight"), e, 1, &L->nextn.enorm)) ||
+	    (rc = load_vec(l, T("nextn.hnorm.weight"), e, 1, &L->nextn.hnorm)) ||
+	    (rc = load_vec(l, T("nextn.shared_head_norm.weight"), e, 0,
+			   &L->nextn.shared_head_norm)))
+		return rc;
+	return 0;
+}
+#undef T
 
 static int load_weights(struct loader *l)
 {
@@ -270,6 +414,15 @@ static int load_weights(struct loader *l)
 	return 0;
 }
 
+static const struct {
+	const char *name;
+	enum strata_arch arch;
+} g_archs[] = {
+	{ "llama", STRATA_ARCH_LLAMA },
+	{ "qwen3moe", STRATA_ARCH_QWEN3MOE },
+	{ "glm4moe", STRATA_ARCH_GLM4MOE },
+};
+
 int strata_model_load(const char *path, struct strata_model **out)
 {
 	struct loader l = { .path = path };
@@ -288,14 +441,18 @@ int strata_model_load(const char *path, struct strata_model **out)
 		rc = -EINVAL;
 		goto fail;
 	}
-	if (!strata_str_eq(arch, "llama")) {
-		strata_error("%s: architecture '%.*s' is not supported (supported: llama)", path,
-			     (int)(arch.len > 64 ? 64 : arch.len), arch.s);
+	for (size_t i = 0; i < sizeof(g_archs) / sizeof(g_archs[0]); i++)
+		if (strata_str_eq(arch, g_archs[i].name)) {
+			l.m->hp.arch = g_archs[i].arch;
+			snprintf(l.m->hp.arch_name, sizeof(l.m->hp.arch_name), "%s",
+				 g_archs[i].name);
+		}
+	if (!l.m->hp.arch) {
+		strata_error("%s: architecture '%.*s' is not supported (supported: llama, qwen3moe, "
+			     "glm4moe)", path, (int)(arch.len > 64 ? 64 : arch.len), arch.s);
 		rc = -ENOTSUP;
 		goto fail;
 	}
-	l.m->hp.arch = STRATA_ARCH_LLAMA;
-	snprintf(l.m->hp.arch_name, sizeof(l.m->hp.arch_name), "llama");
 	if ((rc = load_hparams(&l)) || (rc = load_weights(&l)))
 		goto fail;
 	*out = l.m;

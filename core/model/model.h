@@ -17,6 +17,39 @@ struct strata_gguf;
 
 enum strata_arch {
 	STRATA_ARCH_LLAMA = 1,
+	STRATA_ARCH_QWEN3MOE = 2,
+	STRATA_ARCH_GLM4MOE = 3,
+};
+
+/* How router logits become expert weights (GGUF expert_gating_func). */
+enum strata_gating {
+	STRATA_GATING_SOFTMAX = 1,
+	STRATA_GATING_SIGMOID = 2,
+};
+
+/*
+ * A GGUF 3-D expert tensor [cols, rows, n]: n matrices of rows x cols back to
+ * back; expert e's matrix is `m` with data advanced by e * stride bytes.
+ */
+struct strata_experts {
+	struct strata_mat m; /* expert 0 */
+	size_t stride;       /* bytes between experts */
+	uint32_t n;
+};
+
+static inline struct strata_mat strata_expert(const struct strata_experts *x, uint32_t e)
+{
+	struct strata_mat m = x->m;
+
+	m.data = (const char *)x->m.data + (size_t)e * x->stride;
+	return m;
+}
+
+/* The glm4moe multi-token-prediction (nextn) layer: loaded and kept for MTP. */
+struct strata_nextn {
+	struct strata_mat eh_proj;     /* n_embd x 2*n_embd */
+	const float *enorm, *hnorm;    /* [n_embd] */
+	const float *shared_head_norm; /* [n_embd] */
 };
 
 enum strata_rope_type {
@@ -30,10 +63,23 @@ struct strata_layer {
 	struct strata_mat wk;    /* n_head_kv*head_dim x n_embd */
 	struct strata_mat wv;    /* n_head_kv*head_dim_v x n_embd */
 	struct strata_mat wo;    /* n_embd x n_head*head_dim_v */
-	const float *ffn_norm;   /* [n_embd] */
+	const float *bq, *bk, *bv;       /* optional biases (glm4moe) */
+	const float *q_norm, *k_norm;    /* optional per-head RMSNorm [head_dim] */
+	const float *ffn_norm;   /* [n_embd] (glm4moe: post_attention_norm) */
+	int moe;                 /* 1: routed experts below; 0: dense FFN */
+	/* dense FFN */
 	struct strata_mat w_gate; /* n_ff x n_embd */
 	struct strata_mat w_up;   /* n_ff x n_embd */
 	struct strata_mat w_down; /* n_embd x n_ff */
+	/* mixture of experts */
+	struct strata_mat gate_inp;          /* n_expert x n_embd (router) */
+	const float *exp_probs_b;            /* [n_expert] selection bias or NULL */
+	struct strata_experts gate_exps;     /* n_expert x (n_ff_exp x n_embd) */
+	struct strata_experts up_exps;
+	struct strata_experts down_exps;     /* n_expert x (n_embd x n_ff_exp) */
+	int has_shexp;                       /* shared expert present */
+	struct strata_mat gate_shexp, up_shexp, down_shexp;
+	struct strata_nextn nextn;           /* only in nextn layers */
 };
 
 struct strata_hparams {
@@ -53,6 +99,16 @@ struct strata_hparams {
 	float rope_base;
 	float rope_freq_scale; /* 1 / linear scaling factor */
 	float rms_eps;
+	/* mixture of experts (0 when dense) */
+	uint32_t n_expert;
+	uint32_t n_expert_used;
+	uint32_t n_ff_exp;       /* expert FFN width */
+	uint32_t n_ff_shexp;     /* shared expert FFN width */
+	uint32_t n_dense_lead;   /* leading dense layers (glm4moe) */
+	uint32_t n_nextn;        /* trailing MTP layers, skipped by the forward pass */
+	enum strata_gating gating;
+	int expert_weights_norm; /* renormalise the top-k weights */
+	float expert_weights_scale;
 };
 
 struct strata_model {
