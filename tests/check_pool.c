@@ -13,6 +13,18 @@
 
 #include "cpu/pool.h"
 
+/* Check records every passing assertion (a pipe write in fork mode), which
+ * dominates loops over millions of values: only a failure goes through it. */
+#define EXPECT(c, ...)                                                       \
+	do {                                                                 \
+		if (!(c))                                                    \
+			ck_assert_msg((c), __VA_ARGS__);                     \
+	} while (0)
+#define EXPECT_TRUE(c) EXPECT(c, "%s", #c)
+#define EXPECT_EQ(a, b)                                                      \
+	EXPECT((long long)(a) == (long long)(b), "%s = %lld, want %lld", #a, \
+	       (long long)(a), (long long)(b))
+
 #define MAX_T 64
 
 struct count_arg {
@@ -53,19 +65,61 @@ START_TEST(each_index_once)
 	struct strata_pool *p;
 	struct count_arg a;
 
-	ck_assert_int_eq(strata_pool_create(4, &p), 0);
-	ck_assert_int_eq(strata_pool_size(p), 4);
+	EXPECT_EQ(strata_pool_create(4, &p), 0);
+	EXPECT_EQ(strata_pool_size(p), 4);
 	for (int rep = 0; rep < 1000; rep++) {
 		reset(&a, 4);
 		strata_pool_run(p, count_task, &a);
-		ck_assert_int_eq(a.bad_nth, 0);
+		EXPECT_EQ(a.bad_nth, 0);
 		for (int i = 0; i < 4; i++)
-			ck_assert_int_eq(a.hits[i], 1);
-		/* The caller is worker 0; the others are distinct threads. */
-		ck_assert(pthread_equal(a.who[0], pthread_self()));
+			EXPECT_EQ(a.hits[i], 1);
+		/* Share 0 is the caller's; the rest go to whoever claims
+		 * them first (the caller too, once its share is done). */
+		EXPECT_TRUE(pthread_equal(a.who[0], pthread_self()));
+	}
+	strata_pool_free(p);
+}
+END_TEST
+
+struct concur_arg {
+	_Atomic int others;
+	_Atomic int timeouts;
+	pthread_t who[4];
+};
+
+/* Share 0 (the caller) holds on until another share has started: those
+ * can only be running on helpers, concurrently. */
+static void concur_task(void *p, int ith, int nth)
+{
+	struct concur_arg *a = p;
+
+	a->who[ith] = pthread_self();
+	if (ith > 0) {
+		atomic_fetch_add(&a->others, 1);
+		return;
+	}
+	for (double t0 = now_s(); atomic_load(&a->others) < nth - 1;)
+		if (now_s() - t0 > 5.0) {
+			atomic_fetch_add(&a->timeouts, 1);
+			return;
+		}
+}
+
+START_TEST(helpers_run_concurrently)
+{
+	struct strata_pool *p;
+	struct concur_arg a;
+
+	EXPECT_EQ(strata_pool_create(4, &p), 0);
+	for (int rep = 0; rep < 300; rep++) {
+		memset(&a, 0, sizeof(a));
+		strata_pool_run(p, concur_task, &a);
+		EXPECT_EQ(a.timeouts, 0);
+		EXPECT_EQ(a.others, 3);
 		for (int i = 1; i < 4; i++)
-			for (int j = 0; j < i; j++)
-				ck_assert(!pthread_equal(a.who[i], a.who[j]));
+			EXPECT_TRUE(!pthread_equal(a.who[i], pthread_self()));
+		if (rep % 100 == 99)
+			usleep(20000); /* let the helpers fall asleep */
 	}
 	strata_pool_free(p);
 }
@@ -76,16 +130,16 @@ START_TEST(run_n_exact)
 	struct strata_pool *p;
 	struct count_arg a;
 
-	ck_assert_int_eq(strata_pool_create(5, &p), 0);
+	EXPECT_EQ(strata_pool_create(5, &p), 0);
 	for (int rep = 0; rep < 200; rep++) {
 		for (int n = -1; n <= 7; n++) {
 			int eff = n < 1 ? 1 : n > 5 ? 5 : n;
 
 			reset(&a, eff);
 			strata_pool_run_n(p, count_task, &a, n);
-			ck_assert_int_eq(a.bad_nth, 0);
+			EXPECT_EQ(a.bad_nth, 0);
 			for (int i = 0; i < MAX_T; i++)
-				ck_assert_int_eq(a.hits[i], i < eff ? 1 : 0);
+				EXPECT_EQ(a.hits[i], i < eff ? 1 : 0);
 		}
 	}
 	strata_pool_free(p);
@@ -98,21 +152,57 @@ static void add_task(void *p, int ith, int nth)
 	(void)nth;
 }
 
-/* Back-to-back runs of varying width: a lost wake-up hangs (the test's
- * timeout fails it) and a double run shows in the sum. */
-static void many_runs(int threads, int runs)
+struct hand_arg {
+	_Atomic long sum;
+	_Atomic int others;
+	_Atomic int timeouts;
+	int hand_off;
+};
+
+/* Adds ith + 1.  With hand_off, share 0 waits for the others, so the run is
+ * handed to the helpers (they must wake), not swallowed by the caller. */
+static void hand_task(void *p, int ith, int nth)
+{
+	struct hand_arg *a = p;
+
+	atomic_fetch_add(&a->sum, ith + 1);
+	if (ith > 0) {
+		atomic_fetch_add(&a->others, 1);
+		return;
+	}
+	if (!a->hand_off)
+		return;
+	for (double t0 = now_s(); atomic_load(&a->others) < nth - 1;)
+		if (now_s() - t0 > 10.0) {
+			atomic_fetch_add(&a->timeouts, 1);
+			return;
+		}
+}
+
+/* Back-to-back runs of varying width, every `hand_every`-th handed to the
+ * helpers: a lost wake-up shows as a timeout and a share run twice or never
+ * in the sum.  (Not every run is handed off: on a loaded machine each
+ * hand-off may wait for a time slice.) */
+static void many_runs(int threads, int runs, double gap_us, int hand_every)
 {
 	struct strata_pool *p;
-	_Atomic long sum = 0;
+	struct hand_arg a;
 	long want = 0;
 
+	memset(&a, 0, sizeof(a));
 	ck_assert_int_eq(strata_pool_create(threads, &p), 0);
 	for (int i = 0; i < runs; i++) {
 		int n = i % 3 == 2 ? 1 + i % threads : threads;
 
-		strata_pool_run_n(p, add_task, &sum, n);
+		atomic_store(&a.others, 0);
+		a.hand_off = i % hand_every == 0;
+		/* a gap longer than the spin: the helpers go to sleep */
+		for (double t0 = now_s(); now_s() - t0 < gap_us * 1e-6;)
+			;
+		strata_pool_run_n(p, hand_task, &a, n);
 		want += (long)n * (n + 1) / 2;
-		ck_assert_int_eq(atomic_load(&sum), want);
+		EXPECT_EQ(atomic_load(&a.sum), want);
+		EXPECT_EQ(atomic_load(&a.timeouts), 0);
 	}
 	strata_pool_free(p);
 }
@@ -120,8 +210,8 @@ static void many_runs(int threads, int runs)
 START_TEST(many_runs_spinning)
 {
 	unsetenv("STRATA_POOL_SPIN_US");
-	many_runs(2, 100000);
-	many_runs(3, 100000);
+	many_runs(2, 100000, 0, 8);
+	many_runs(3, 100000, 0, 8);
 }
 END_TEST
 
@@ -129,8 +219,9 @@ START_TEST(many_runs_sleeping)
 {
 	/* No spinning: every wait goes through the sleep path. */
 	setenv("STRATA_POOL_SPIN_US", "0", 1);
-	many_runs(2, 20000);
-	many_runs(4, 10000);
+	many_runs(2, 20000, 20, 4);
+	many_runs(4, 10000, 20, 4);
+	many_runs(3, 20000, 0, 4); /* and racing with the caller */
 	unsetenv("STRATA_POOL_SPIN_US");
 }
 END_TEST
@@ -140,18 +231,18 @@ START_TEST(pool_of_one)
 	struct strata_pool *p;
 	struct count_arg a;
 
-	ck_assert_int_eq(strata_pool_create(1, &p), 0);
-	ck_assert_int_eq(strata_pool_size(p), 1);
+	EXPECT_EQ(strata_pool_create(1, &p), 0);
+	EXPECT_EQ(strata_pool_size(p), 1);
 	for (int n = 1; n <= 3; n++) {
 		reset(&a, 1);
 		strata_pool_run_n(p, count_task, &a, n);
-		ck_assert_int_eq(a.bad_nth, 0);
-		ck_assert_int_eq(a.hits[0], 1);
-		ck_assert(pthread_equal(a.who[0], pthread_self()));
+		EXPECT_EQ(a.bad_nth, 0);
+		EXPECT_EQ(a.hits[0], 1);
+		EXPECT_TRUE(pthread_equal(a.who[0], pthread_self()));
 	}
 	reset(&a, 1);
 	strata_pool_run(NULL, count_task, &a); /* no pool: inline */
-	ck_assert_int_eq(a.hits[0], 1);
+	EXPECT_EQ(a.hits[0], 1);
 	strata_pool_free(p);
 	strata_pool_free(NULL);
 }
@@ -163,17 +254,17 @@ START_TEST(create_all_cpus)
 	struct count_arg a;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-	ck_assert_int_eq(strata_pool_create(0, &p), 0);
-	ck_assert_int_eq(strata_pool_size(p), n > 0 ? n : 1);
+	EXPECT_EQ(strata_pool_create(0, &p), 0);
+	EXPECT_EQ(strata_pool_size(p), n > 0 ? n : 1);
 	if (n <= MAX_T) {
 		reset(&a, (int)n);
 		strata_pool_run(p, count_task, &a);
 		for (int i = 0; i < n; i++)
-			ck_assert_int_eq(a.hits[i], 1);
+			EXPECT_EQ(a.hits[i], 1);
 	}
 	strata_pool_free(p);
-	ck_assert_int_eq(strata_pool_create(-3, &p), 0);
-	ck_assert_int_eq(strata_pool_size(p), n > 0 ? n : 1);
+	EXPECT_EQ(strata_pool_create(-3, &p), 0);
+	EXPECT_EQ(strata_pool_size(p), n > 0 ? n : 1);
 	strata_pool_free(p);
 }
 END_TEST
@@ -183,20 +274,20 @@ START_TEST(scratch_grows_aligned)
 	struct strata_pool *p;
 	unsigned char *a, *b, *c;
 
-	ck_assert_int_eq(strata_pool_create(2, &p), 0);
+	EXPECT_EQ(strata_pool_create(2, &p), 0);
 	a = strata_pool_scratch(p, 100);
 	ck_assert_ptr_nonnull(a);
-	ck_assert_uint_eq((uintptr_t)a % 64, 0);
+	EXPECT_EQ((uintptr_t)a % 64, 0);
 	memset(a, 1, 100);
 	b = strata_pool_scratch(p, 50); /* smaller: the same block */
 	ck_assert_ptr_eq(a, b);
-	ck_assert_uint_eq(b[99], 1);
+	EXPECT_EQ(b[99], 1);
 	for (size_t sz = 5000; sz <= (64u << 20); sz = sz * 3 + 1) {
 		c = strata_pool_scratch(p, sz);
 		ck_assert_ptr_nonnull(c);
-		ck_assert_uint_eq((uintptr_t)c % 64, 0);
+		EXPECT_EQ((uintptr_t)c % 64, 0);
 		memset(c, 0xab, sz); /* all of it is ours */
-		ck_assert_uint_eq(c[sz - 1], 0xab);
+		EXPECT_EQ(c[sz - 1], 0xab);
 	}
 	strata_pool_free(p);
 }
@@ -209,18 +300,18 @@ START_TEST(free_while_sleeping)
 	double t0;
 
 	setenv("STRATA_POOL_SPIN_US", "1000", 1);
-	ck_assert_int_eq(strata_pool_create(3, &p), 0);
+	EXPECT_EQ(strata_pool_create(3, &p), 0);
 	unsetenv("STRATA_POOL_SPIN_US");
 	strata_pool_run(p, add_task, &sum);
 	usleep(50000); /* well past the spin: the helpers are asleep */
 	strata_pool_run(p, add_task, &sum); /* and they wake for work */
-	ck_assert_int_eq(atomic_load(&sum), 12);
+	EXPECT_EQ(atomic_load(&sum), 12);
 	usleep(50000);
 	t0 = now_s();
 	strata_pool_free(p);
-	ck_assert_msg(now_s() - t0 < 1.0, "free took %.3f s", now_s() - t0);
+	EXPECT(now_s() - t0 < 1.0, "free took %.3f s", now_s() - t0);
 	/* And a pool freed right after creation (helpers maybe not started). */
-	ck_assert_int_eq(strata_pool_create(4, &p), 0);
+	EXPECT_EQ(strata_pool_create(4, &p), 0);
 	strata_pool_free(p);
 }
 END_TEST
@@ -235,11 +326,11 @@ START_TEST(split_partitions)
 				long b, e;
 
 				strata_split(n, i, nth, &b, &e);
-				ck_assert_int_eq(b, next);
-				ck_assert(e >= b && e - b <= n / nth + 1);
+				EXPECT_EQ(b, next);
+				EXPECT_TRUE(e >= b && e - b <= n / nth + 1);
 				next = e;
 			}
-			ck_assert_int_eq(next, n);
+			EXPECT_EQ(next, n);
 		}
 }
 END_TEST
@@ -253,6 +344,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, each_index_once);
+	tcase_add_test(tc, helpers_run_concurrently);
 	tcase_add_test(tc, run_n_exact);
 	tcase_add_test(tc, many_runs_spinning);
 	tcase_add_test(tc, many_runs_sleeping);

@@ -195,6 +195,19 @@ void strata_dequant(uint32_t type, const void *src, float *dst, int64_t n)
 	lv->type[type].to_float(src, dst, n);
 }
 
+int64_t strata_quantize(uint32_t type, const float *src, void *dst, int64_t n)
+{
+	const struct strata_type_ops *to;
+
+	if (type >= STRATA_TYPE_COUNT || !strata_kern_scalar.type[type].from_float)
+		return -ENOTSUP;
+	if (n < 0 || n % strata_type_block(type))
+		return -EINVAL;
+	to = &strata_kern_scalar.type[type];
+	to->from_float(src, dst, n);
+	return (int64_t)strata_type_row_bytes(type, n);
+}
+
 void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst)
 {
 	strata_dequant(m->type, (const uint8_t *)m->data + (size_t)r * m->row_bytes,
@@ -304,9 +317,11 @@ static void mm_task(void *arg, int ith, int nth)
  * row ranges (multiples of 16) that each thread gets several chunks. */
 static void mm_plan(struct mm_job *j, int nth)
 {
-	int64_t per_block = (int64_t)(MM_ACT_BLOCK_BYTES / j->base.x_stride);
-	int64_t n_tblocks, want, rparts;
+	int64_t per_block, n_tblocks, want, rparts;
 
+	/* x_stride is 0 when a single token is passed with ldx = 0 */
+	per_block = j->base.x_stride ? (int64_t)(MM_ACT_BLOCK_BYTES / j->base.x_stride)
+				     : j->n_tok;
 	if (per_block < 4)
 		per_block = 4;
 	else

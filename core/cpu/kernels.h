@@ -23,7 +23,7 @@
 enum strata_simd {
 	STRATA_SIMD_SCALAR = 0,
 	STRATA_SIMD_AVX2 = 1,   /* AVX2 + FMA + F16C */
-	STRATA_SIMD_AVX512 = 2, /* AVX-512 F/BW/DQ/VL (+VNNI where present) */
+	STRATA_SIMD_AVX512 = 2, /* AVX-512 F/BW/DQ/VL + VNNI (else AVX2 is used) */
 };
 
 /* Best level this CPU supports. */
@@ -53,15 +53,28 @@ int strata_mat_init(struct strata_mat *m, uint32_t type, int64_t rows,
 /* Dequantise n values (a multiple of the type's block) starting at src. */
 void strata_dequant(uint32_t type, const void *src, float *dst, int64_t n);
 
+/*
+ * Quantise n floats (a multiple of the type's block) into dst, in the GGUF
+ * layout of `type`, the way llama.cpp's reference quantiser does (round to
+ * nearest with the type's scale search; no importance matrix).  Returns the
+ * bytes written, -ENOTSUP for a type without a quantiser here, or -EINVAL
+ * when n is not a multiple of the block.  Thread-safe; does not depend on
+ * the SIMD level.
+ */
+int64_t strata_quantize(uint32_t type, const float *src, void *dst, int64_t n);
+
 /* Row r of m as floats (embedding lookup): dst has m->cols floats. */
 void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst);
 
 /*
  * y[t*ldy + r] = sum_k W[r][k] * x[t*ldx + k] for t < n_tok, r < W->rows.
  * Parallel over the pool; uses the pool's scratch (e.g. activations
- * quantised to the weight type's dot format).  n_tok = 1 is the decode GEMV
+ * quantised to the weight type's dot format), so a scratch pointer the
+ * caller holds is stale afterwards.  n_tok = 1 is the decode GEMV
  * and must be bandwidth-bound; larger n_tok reuses each loaded weight block
- * across tokens.
+ * across tokens.  pool may be NULL (runs on the caller, with a per-thread
+ * scratch); small products run on the caller anyway.  x and y must not
+ * overlap.  The result does not depend on the pool (size or NULL).
  */
 void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
 		   const float *x, int64_t ldx, int64_t n_tok, float *y,

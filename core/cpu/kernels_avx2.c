@@ -18,6 +18,7 @@
 #define UNROLL _Pragma("GCC unroll 4")
 #define MR 4 /* tile rows */
 #define MT 2 /* tile tokens */
+#define PF_DIST 1536 /* GEMV prefetch distance, as in the AVX-512 level */
 
 typedef void (*tile_fn)(const struct strata_mm_args *a, int64_t r0, int64_t t0);
 
@@ -93,8 +94,12 @@ AI void tile_float(int kind, int NR, int NT, const struct strata_mm_args *a,
 	for (; i + 8 <= k; i += 8) {
 		__m256 wv[MR];
 
-		UNROLL for (int j = 0; j < NR; j++)
+		UNROLL for (int j = 0; j < NR; j++) {
+			if (NT == 1 && (i & 15) == 0)
+				_mm_prefetch((const char *)w[j] + i * esize + PF_DIST,
+					     _MM_HINT_T0);
 			wv[j] = load_w(kind, w[j], i);
+		}
 		UNROLL for (int u = 0; u < NT; u++) {
 			__m256 xv = _mm256_loadu_ps(x[u] + i);
 
@@ -207,6 +212,8 @@ AI void tile_q8(int NR, int NT, const struct strata_mm_args *a, int64_t r0,
 			const uint8_t *p = w[j] + b * STRATA_Q8_0_BYTES;
 			uint16_t h;
 
+			if (NT == 1)
+				_mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
 			memcpy(&h, p, 2);
 			dw[j] = _cvtsh_ss(h);
 			wv[j] = _mm256_loadu_si256((const __m256i *)(p + 2));

@@ -28,10 +28,22 @@
  * Q8_0 matches ggml's x86 quantize_row_q8_0: per 32 values amax, scale
  * d = fp16(amax / 127), q = round-to-nearest-even(x * (127 / amax)).  Levels
  * store d already widened back to float.
+ *
+ * Q8_K (for the K-quants and the 256-block IQ types) matches ggml's
+ * quantize_row_q8_K: per 256 values the value of largest magnitude xm,
+ * iscale = -127 / xm, q = min(127, round-to-nearest-even(x * iscale)),
+ * d = 1 / iscale (a float), and bsums = the sums of each 16 consecutive q.
+ * Its row layout is the SAME at every level (see the STRATA_Q8K_* helpers
+ * below), so any level's kernels may read any level's Q8_K rows.
+ *
+ * Q8_1 (for Q4_1 / Q5_1) has Q8_0's values and scales plus, per block,
+ * s = d * sum(q) (exact in float); same layout at every level too.
  */
 enum strata_act {
 	STRATA_ACT_F32 = 0, /* the f32 input is used in place */
 	STRATA_ACT_Q8_0 = 1,
+	STRATA_ACT_Q8_K = 2,
+	STRATA_ACT_Q8_1 = 3,
 	STRATA_ACT_COUNT
 };
 
@@ -63,6 +75,9 @@ struct strata_type_ops {
 	strata_mm_fn mm;
 	/* n values (multiple of the block) to float, bit-exact at every level. */
 	void (*to_float)(const void *src, float *dst, int64_t n);
+	/* n floats to the GGUF layout, as llama.cpp's reference quantiser
+	 * (scalar table only: model files must not depend on the CPU). */
+	void (*from_float)(const float *src, void *dst, int64_t n);
 };
 
 struct strata_kern_level {
@@ -86,5 +101,41 @@ const struct strata_kern_level *strata_kern_level_get(int level);
 /* Q8_0 weight block: fp16 scale then 32 int8 values (GGUF layout). */
 #define STRATA_Q8_0_BYTES 34
 #define STRATA_QK8_0 32
+
+/*
+ * Q8_K activation row for k inputs (k a multiple of 256), 64-byte aligned:
+ *   int8_t  qs[k]        the quantised values (block b at qs + 256 b)
+ *   int16_t bsums[k/16]  sum of qs[16 j .. 16 j + 15]
+ *   float   d[k/256]     the block scales
+ * then padding to a multiple of 64 bytes.
+ */
+#define STRATA_QK_K 256
+#define STRATA_Q8K_QS(row) ((const int8_t *)(row))
+#define STRATA_Q8K_BSUMS(row, k) \
+	((const int16_t *)((const uint8_t *)(row) + (k)))
+#define STRATA_Q8K_D(row, k) \
+	((const float *)((const uint8_t *)(row) + (k) + (k) / 8))
+#define STRATA_Q8K_ROW_BYTES(k) \
+	(((size_t)(k) + (size_t)(k) / 8 + (size_t)(k) / 64 + 63) & ~(size_t)63)
+
+/*
+ * Q8_1 activation row for k inputs (k a multiple of 32), 64-byte aligned:
+ *   int8_t qs[k];  float d[k/32];  float s[k/32] (s = d * sum of the q)
+ */
+#define STRATA_Q8_1_QS(row) ((const int8_t *)(row))
+#define STRATA_Q8_1_D(row, k) ((const float *)((const uint8_t *)(row) + (k)))
+#define STRATA_Q8_1_S(row, k) \
+	((const float *)((const uint8_t *)(row) + (k) + (k) / 8))
+#define STRATA_Q8_1_ROW_BYTES(k) \
+	(((size_t)(k) + (size_t)(k) / 4 + 63) & ~(size_t)63)
+
+/* Q8_K / Q8_1 activation quantisers (quants_k.c, quants_legacy.c): the
+ * same layout at every level, so every level may list these. */
+void strata_q8k_quantize(const float *x, void *dst, int64_t k);
+void strata_q8k_peek(const void *row, int64_t k, int64_t i, int8_t *q, float *d);
+size_t strata_q8k_row_bytes(int64_t k);
+void strata_q8_1_quantize(const float *x, void *dst, int64_t k);
+void strata_q8_1_peek(const void *row, int64_t k, int64_t i, int8_t *q, float *d);
+size_t strata_q8_1_row_bytes(int64_t k);
 
 #endif

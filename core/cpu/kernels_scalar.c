@@ -96,6 +96,57 @@ static void q8_0_to_float(const void *src, float *dst, int64_t n)
 	}
 }
 
+/* ---- from_float (weights, for model writers) ------------------------------ */
+
+static void f32_from_float(const float *src, void *dst, int64_t n)
+{
+	memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+static void f16_from_float(const float *src, void *dst, int64_t n)
+{
+	uint8_t *d = dst;
+
+	for (int64_t i = 0; i < n; i++) {
+		uint16_t h = strata_f32_to_fp16(src[i]);
+
+		memcpy(d + 2 * i, &h, 2);
+	}
+}
+
+static void bf16_from_float(const float *src, void *dst, int64_t n)
+{
+	uint8_t *d = dst;
+
+	for (int64_t i = 0; i < n; i++) {
+		uint16_t h = strata_f32_to_bf16(src[i]);
+
+		memcpy(d + 2 * i, &h, 2);
+	}
+}
+
+/* ggml's quantize_row_q8_0_ref (and gguf-py's): d = amax / 127,
+ * q = round-half-away(x / d). */
+static void q8_0_from_float(const float *src, void *dst, int64_t n)
+{
+	uint8_t *blk = dst;
+
+	for (int64_t b = 0; b < n / STRATA_QK8_0; b++, blk += STRATA_Q8_0_BYTES) {
+		const float *x = src + b * STRATA_QK8_0;
+		float amax = 0.0f, d, id;
+		uint16_t h;
+
+		for (int i = 0; i < STRATA_QK8_0; i++)
+			amax = fmaxf(amax, fabsf(x[i]));
+		d = amax / 127.0f;
+		id = d != 0.0f ? 1.0f / d : 0.0f;
+		h = strata_f32_to_fp16(d);
+		memcpy(blk, &h, 2);
+		for (int i = 0; i < STRATA_QK8_0; i++)
+			blk[2 + i] = (uint8_t)(int8_t)roundf(x[i] * id);
+	}
+}
+
 /* ---- tile kernels ------------------------------------------------------------ */
 
 /* Float-activation types: convert each weight, accumulate in float. */
@@ -203,10 +254,14 @@ const struct strata_kern_level strata_kern_scalar = {
 		[STRATA_ACT_Q8_0] = { q8_row_bytes, q8_quantize, q8_peek },
 	},
 	.type = {
-		[STRATA_TYPE_F32] = { STRATA_ACT_F32, mm_f32, f32_to_float },
-		[STRATA_TYPE_F16] = { STRATA_ACT_F32, mm_f16, f16_to_float },
-		[STRATA_TYPE_BF16] = { STRATA_ACT_F32, mm_bf16, bf16_to_float },
-		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, mm_q8_0, q8_0_to_float },
+		[STRATA_TYPE_F32] = { STRATA_ACT_F32, mm_f32, f32_to_float,
+				      f32_from_float },
+		[STRATA_TYPE_F16] = { STRATA_ACT_F32, mm_f16, f16_to_float,
+				      f16_from_float },
+		[STRATA_TYPE_BF16] = { STRATA_ACT_F32, mm_bf16, bf16_to_float,
+				       bf16_from_float },
+		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, mm_q8_0, q8_0_to_float,
+				       q8_0_from_float },
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,

@@ -2,14 +2,18 @@
  * pool.c - the data-parallel thread pool.
  *
  * Dispatch is one atomic store: the caller publishes (fn, arg), then bumps a
- * 64-bit generation word whose low 16 bits carry the number of participating
- * threads.  Workers spin on that word with `pause` for a bounded time (the
- * forward pass issues small tasks back to back, and a futex wake costs tens of
- * microseconds) and then sleep on a condition variable.  The caller runs
- * share 0 itself and waits on a completion counter the same way: spin, then
- * sleep.  Carrying nth inside the generation word means a worker never reads
- * anything the caller may be rewriting for the next run, so non-participants
- * (strata_pool_run_n) need no handshake at all.
+ * 64-bit generation word whose low 16 bits carry nth.  Workers spin on that
+ * word with `pause` for a bounded time (the forward pass issues small tasks
+ * back to back, and a futex wake costs tens of microseconds), yielding after
+ * the first few microseconds, and then sleep on a condition variable.
+ *
+ * Shares are claimed, not assigned: the caller runs share 0, and shares
+ * 1..nth-1 go to whoever takes them first from a counter tagged with the
+ * run's serial number, the caller included once its own share is done.  So
+ * a helper that is descheduled (a loaded machine, more threads than cores)
+ * never holds the run up: the caller does its share.  The tag stops a helper
+ * that wakes late from claiming a share of a later run; nth travels in the
+ * words themselves, so nobody reads what the caller may be rewriting.
  *
  * Sleep/wake uses the Dekker pattern with sequentially consistent atomics: a
  * sleeper announces itself (n_sleepers++) and then re-reads the word; the
@@ -44,9 +48,10 @@
 
 #include "util/log.h"
 
-#define POOL_MAX_THREADS 4096 /* nth must fit the generation word's 16 bits */
+#define POOL_MAX_THREADS 4096 /* nth must fit the words' low 16 bits */
 #define GEN_NTH_BITS 16
 #define GEN_NTH_MASK ((1u << GEN_NTH_BITS) - 1)
+#define SERIAL(word) ((word) >> GEN_NTH_BITS)
 #define DEFAULT_SPIN_US 200
 
 struct worker {
@@ -56,9 +61,11 @@ struct worker {
 };
 
 struct strata_pool {
-	/* Written by the caller once per run, read by every worker: own line. */
+	/* serial << 16 | nth; written once per run, read by every worker. */
 	_Alignas(64) _Atomic uint64_t gen;
-	/* Incremented by each helper when its share is done. */
+	/* serial << 16 | next unclaimed share. */
+	_Alignas(64) _Atomic uint64_t shares;
+	/* Shares 1..nth-1 finished in this run. */
 	_Alignas(64) _Atomic uint64_t done;
 	_Atomic int main_waiting;
 
@@ -91,7 +98,7 @@ static int64_t now_ns(void)
  * also yields: on a loaded machine (more runnable threads than cores) the
  * thread it waits for may be queued behind it on its own core.
  */
-#define YIELD_AFTER_NS 20000
+#define YIELD_AFTER_NS 2000
 static int spin_until(_Atomic uint64_t *word, uint64_t val, int want_eq,
 		      int64_t spin_ns)
 {
@@ -131,6 +138,39 @@ static uint64_t wait_generation(struct strata_pool *p, uint64_t seen)
 	return g;
 }
 
+/* Claim the next share of run g (a generation word); -1 when none is left
+ * or the counter already belongs to a later run. */
+static int claim(struct strata_pool *p, uint64_t g)
+{
+	uint64_t s = atomic_load_explicit(&p->shares, memory_order_acquire);
+
+	for (;;) {
+		if (SERIAL(s) != SERIAL(g) || (s & GEN_NTH_MASK) >= (g & GEN_NTH_MASK))
+			return -1;
+		if (atomic_compare_exchange_weak_explicit(&p->shares, &s, s + 1,
+				memory_order_acq_rel, memory_order_acquire))
+			return (int)(s & GEN_NTH_MASK);
+	}
+}
+
+/* Run every share of run g this thread can claim. */
+static void run_shares(struct strata_pool *p, uint64_t g)
+{
+	int nth = (int)(g & GEN_NTH_MASK), s;
+
+	while ((s = claim(p, g)) >= 0) {
+		/* fn and arg are those of run g: the caller cannot move on
+		 * before this share is counted done. */
+		p->fn(p->arg, s, nth);
+		if (atomic_fetch_add(&p->done, 1) + 1 == (uint64_t)nth - 1 &&
+		    atomic_load(&p->main_waiting)) {
+			pthread_mutex_lock(&p->lock);
+			pthread_cond_signal(&p->finished);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -139,36 +179,34 @@ static void *worker_main(void *arg)
 
 	for (;;) {
 		uint64_t g = wait_generation(p, seen);
-		int nth = (int)(g & GEN_NTH_MASK);
 
 		seen = g;
 		if (atomic_load_explicit(&p->stop, memory_order_acquire))
 			break;
-		if (w->ith >= nth)
-			continue;
-		p->fn(p->arg, w->ith, nth);
-		if (atomic_fetch_add(&p->done, 1) + 1 == (uint64_t)nth - 1 &&
-		    atomic_load(&p->main_waiting)) {
-			pthread_mutex_lock(&p->lock);
-			pthread_cond_signal(&p->finished);
-			pthread_mutex_unlock(&p->lock);
-		}
+		/* run_n(k): only the first k threads join in, the rest sleep on */
+		if (w->ith < (int)(g & GEN_NTH_MASK))
+			run_shares(p, g);
 	}
 	return NULL;
 }
 
-/* Publish a new generation carrying nth and wake sleepers if there are any. */
-static void publish(struct strata_pool *p, int nth)
+/* Start run `nth` (0: shutdown): reset the counters, publish the generation
+ * and wake sleepers if there are any.  Returns the generation word. */
+static uint64_t publish(struct strata_pool *p, int nth)
 {
 	uint64_t g = atomic_load_explicit(&p->gen, memory_order_relaxed);
 
-	g = ((g >> GEN_NTH_BITS) + 1) << GEN_NTH_BITS | (uint64_t)nth;
+	g = (SERIAL(g) + 1) << GEN_NTH_BITS | (uint64_t)nth;
+	atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+	atomic_store_explicit(&p->shares, (g & ~(uint64_t)GEN_NTH_MASK) | 1,
+			      memory_order_relaxed);
 	atomic_store(&p->gen, g);
 	if (atomic_load(&p->n_sleepers) > 0) {
 		pthread_mutex_lock(&p->lock);
 		pthread_cond_broadcast(&p->wake);
 		pthread_mutex_unlock(&p->lock);
 	}
+	return g;
 }
 
 static void wait_done(struct strata_pool *p, int helpers)
@@ -289,6 +327,8 @@ int strata_pool_size(const struct strata_pool *pool)
 void strata_pool_run_n(struct strata_pool *pool, strata_task_fn fn, void *arg,
 		       int nth)
 {
+	uint64_t g;
+
 	if (!pool) {
 		fn(arg, 0, 1);
 		return;
@@ -301,9 +341,9 @@ void strata_pool_run_n(struct strata_pool *pool, strata_task_fn fn, void *arg,
 	}
 	pool->fn = fn;
 	pool->arg = arg;
-	atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
-	publish(pool, nth);
+	g = publish(pool, nth);
 	fn(arg, 0, nth);
+	run_shares(pool, g); /* those no helper has taken yet */
 	wait_done(pool, nth - 1);
 }
 

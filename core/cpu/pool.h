@@ -13,7 +13,12 @@
 
 struct strata_pool;
 
-/* fn runs once on every participating thread; ith in [0, nth). */
+/*
+ * fn runs once for every share ith in [0, nth), on at most nth threads at a
+ * time; share 0 runs on the caller.  A helper that is slow to wake may find
+ * its share already taken by the caller, so ith names a share of the work,
+ * not a particular thread.
+ */
 typedef void (*strata_task_fn)(void *arg, int ith, int nth);
 
 /*

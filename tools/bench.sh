@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# bench.sh - strata's speed against llama.cpp on this machine, now.
+#
+#   tools/bench.sh [--strata-only] MODEL [THREADS] [ROUNDS]
+#
+# Machines here drift 20-30% between runs, so absolute tok/s mean little;
+# what is reported is the ratio strata/llama.cpp measured in the same
+# session. Each round runs strata-bench and the llama.cpp peer
+# (tools/peer/bench.mjs, node-llama-cpp's prebuilt CPU build) back to back on
+# the same model, threads and tests, swapping which goes first every round;
+# each side prints the median of REPS repetitions after a warm-up. The table
+# gives, per test, the median over rounds of each side and of the per-round
+# ratios. Rows are appended to build/bench/<model>.csv (in STRATA_BUILD_DIR).
+#
+#   THREADS  default: all online CPUs     ROUNDS  default: 3
+#   --strata-only   skip the peer (no Node.js needed)
+# Environment: BENCH_PP (512), BENCH_TG (128), BENCH_REPS (5),
+#   BENCH_FA (auto|on|off: the peer's flash attention, default auto as in
+#   llama-bench), BENCH_TIMEOUT (seconds one side of one round may take,
+#   default 1800), STRATA_BUILD_DIR (default build/, built by tools/build.sh).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+peer_dir=$root/tools/peer
+
+die() { echo "bench.sh: error: $*" >&2; exit 1; }
+say() { echo "bench.sh: $*" >&2; }
+usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; }
+
+strata_only=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--strata-only) strata_only=1; shift ;;
+	-h|--help) usage; exit 0 ;;
+	--) shift; break ;;
+	-*) usage >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+if [ $# -lt 1 ] || [ $# -gt 3 ]; then
+	usage >&2
+	exit 2
+fi
+
+model=$1
+threads=${2:-$(nproc)}
+rounds=${3:-3}
+pp=${BENCH_PP:-512}
+tg=${BENCH_TG:-128}
+reps=${BENCH_REPS:-5}
+fa=${BENCH_FA:-auto}
+limit=${BENCH_TIMEOUT:-1800}
+build=${STRATA_BUILD_DIR:-$root/build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+
+[ -r "$model" ] || die "cannot read model '$model'"
+for v in threads:$threads rounds:$rounds BENCH_PP:$pp BENCH_TG:$tg BENCH_REPS:$reps BENCH_TIMEOUT:$limit; do
+	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*} must be a whole number, got '${v#*:}'"
+done
+if [ "$threads" -lt 1 ] || [ "$rounds" -lt 1 ] || [ "$reps" -lt 1 ]; then
+	die "THREADS, ROUNDS and BENCH_REPS must be >= 1"
+fi
+[ $((pp + tg)) -gt 0 ] || die "BENCH_PP and BENCH_TG are both 0: nothing to measure"
+case $fa in auto|on|off) ;; *) die "BENCH_FA must be auto, on or off, got '$fa'" ;; esac
+
+# --- the peer: node-llama-cpp pinned by tools/peer/package-lock.json --------
+install_peer() {
+	command -v node >/dev/null ||
+		die "node is not installed: the llama.cpp peer runs on Node.js >= 20 (apt-get install nodejs npm), or run with --strata-only"
+	if [ -f "$peer_dir/node_modules/node-llama-cpp/package.json" ] &&
+		[ -d "$peer_dir/node_modules/@node-llama-cpp/linux-x64/bins" ] &&
+		[ ! "$peer_dir/package-lock.json" -nt "$peer_dir/node_modules/.package-lock.json" ]; then
+		return 0
+	fi
+	command -v npm >/dev/null ||
+		die "npm is not installed, so the llama.cpp peer (tools/peer) cannot be installed: apt-get install npm, or run with --strata-only"
+	say "installing the llama.cpp peer (npm ci in tools/peer)..."
+	# Only the linux-x64 CPU binary is needed: --omit=optional drops the
+	# CUDA/Vulkan/other-OS binaries (~650 MB); --ignore-scripts stops
+	# node-llama-cpp's postinstall from trying to download or build anything.
+	(cd "$peer_dir" && npm ci --omit=optional --ignore-scripts --no-audit --no-fund >&2) ||
+		die "npm ci failed in $peer_dir (see above); run with --strata-only to benchmark strata alone"
+}
+
+# --- strata: (re)build when the binary is missing or older than a source ----
+build_strata() {
+	local bin=$build/strata-bench stale=""
+
+	if [ -x "$bin" ]; then
+		stale=$(find "$root/core" "$root/include" "$root/tools" "$root/CMakeLists.txt" \
+			\( -name '*.[ch]' -o -name CMakeLists.txt \) -newer "$bin" -print -quit 2>/dev/null || true)
+		[ -z "$stale" ] && return 0
+		say "rebuilding strata ($stale is newer than $bin)..."
+	else
+		say "building strata into $build..."
+	fi
+	if [ "$build" = "$root/build" ]; then
+		"$root/tools/build.sh" >&2 || die "tools/build.sh failed"
+	else
+		{ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+			cmake --build "$build" -j"$(nproc)" --target strata-bench; } >&2 ||
+			die "building strata-bench in $build failed"
+	fi
+	[ -x "$bin" ] || die "no $bin after the build"
+}
+
+[ "$strata_only" = 1 ] || install_peer
+build_strata
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+results=$tmp/results # lines: round test strata_tok_s peer_tok_s load1
+
+# Prints "test median" for each table row of strata-bench / bench.mjs output.
+rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+ *$/ { gsub(/ /, "", $2); gsub(/ /, "", $4); print $2, $4 }' "$1"; }
+
+# Runs one side with a time limit (a hung run must not hang the whole
+# benchmark); stdout to $1, stderr to $1.err. $2 names the side for errors.
+run_side() {
+	local out=$1 what=$2 rc=0
+
+	shift 2
+	timeout --kill-after=10 "$limit" "$@" >"$out" 2>"$out.err" || rc=$?
+	[ "$rc" = 0 ] && return 0
+	cat "$out" "$out.err" >&2
+	[ "$rc" = 124 ] || [ "$rc" = 137 ] && die "$what did not finish within ${limit}s (BENCH_TIMEOUT); it hung or the model is too slow"
+	die "$what failed (exit status $rc)"
+}
+
+run_strata() {
+	run_side "$1" strata-bench "$build/strata-bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps"
+}
+
+run_peer() {
+	run_side "$1" "the llama.cpp peer (--strata-only skips it)" \
+		node "$peer_dir/bench.mjs" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" --fa "$fa"
+}
+
+say "model $model, $threads threads, $rounds rounds of pp$pp/tg$tg x $reps reps; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq 1 "$rounds"); do
+	load1=$(cut -d' ' -f1 /proc/loadavg)
+	if [ "$strata_only" = 1 ]; then
+		say "round $r/$rounds: strata..."
+		run_strata "$tmp/s$r"
+		touch "$tmp/p$r"
+	elif [ $((r % 2)) = 1 ]; then
+		say "round $r/$rounds: strata, then llama.cpp..."
+		run_strata "$tmp/s$r"
+		run_peer "$tmp/p$r"
+	else
+		say "round $r/$rounds: llama.cpp, then strata..."
+		run_peer "$tmp/p$r"
+		run_strata "$tmp/s$r"
+	fi
+	[ "$r" = 1 ] && grep -m1 '^model ' "$tmp/s1" >&2
+	[ "$r" = 1 ] && [ "$strata_only" = 0 ] && grep '^peer: llama' "$tmp/p1" >&2
+	rows "$tmp/s$r" >"$tmp/sr"
+	rows "$tmp/p$r" >"$tmp/pr"
+	[ -s "$tmp/sr" ] || die "no results in strata-bench's output: $(cat "$tmp/s$r")"
+	[ "$strata_only" = 1 ] || [ -s "$tmp/pr" ] || die "no results in the peer's output: $(cat "$tmp/p$r")"
+	awk -v r="$r" -v l="$load1" 'FILENAME == ARGV[1] { p[$1] = $2; next }
+		{ printf "%s %s %s %s %s\n", r, $1, $2, ($1 in p ? p[$1] : "-"), l }' "$tmp/pr" "$tmp/sr" >>"$results"
+	awk -v r="$r" '$1 == r { printf "bench.sh:   %-7s strata %10.1f tok/s", $2, $3
+		print ($4 == "-" ? "" : sprintf("   llama.cpp %10.1f tok/s   ratio %.2f", $4, $3 / $4)) }' "$results" >&2
+done
+say "done; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- summary table and CSV ----------------------------------------------------
+mname=$(basename "$model" .gguf)
+csv=$build/bench/$mname.csv
+mkdir -p "$(dirname "$csv")"
+[ -s "$csv" ] || echo "date,model,test,threads,round,strata_tok_s,llama_cpp_tok_s,ratio,load1,strata_rev,peer" >"$csv"
+rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ -n "$(git -C "$root" status --porcelain -- core include tools 2>/dev/null)" ] && rev=$rev-dirty
+peer=""
+[ "$strata_only" = 1 ] || peer=$(sed -n 's/^peer: \(llama.cpp [^ ]*\).*node-llama-cpp \([^,]*\),.*/\1 via node-llama-cpp \2/p' "$tmp/p1")
+
+echo
+if [ "$strata_only" = 1 ]; then
+	echo "strata alone (--strata-only): $mname, $threads threads, median of $rounds rounds"
+else
+	echo "strata vs $peer: $mname, $threads threads, median of $rounds rounds"
+fi
+awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v t="$threads" \
+	-v rev="$rev" -v peer="$peer" '
+	function med(a, n,   i, j, x) {
+		for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	{
+		if (!($2 in n)) { order[++ntests] = $2 }
+		k = ++n[$2]; s[$2, k] = $3; p[$2, k] = $4
+		ratio = $4 == "-" ? "" : sprintf("%.3f", $3 / $4)
+		printf "%s,%s,%s,%s,%s,%.1f,%s,%s,%s,%s,%s\n", date, model, $2, t, $1, $3,
+			($4 == "-" ? "" : sprintf("%.1f", $4)), ratio, $5, rev, peer >> csv
+	}
+	END {
+		printf "| %-8s | %7s | %12s | %15s | %16s | %-24s |\n", "test", "threads", "strata tok/s",
+			"llama.cpp tok/s", "strata/llama.cpp", "ratio per round"
+		printf "|----------|---------|--------------|-----------------|------------------|--------------------------|\n"
+		for (i = 1; i <= ntests; i++) {
+			tst = order[i]; m = n[tst]; rr = ""; have = 1
+			for (k = 1; k <= m; k++) {
+				a[k] = s[tst, k]
+				if (p[tst, k] == "-") { have = 0; continue }
+				b[k] = p[tst, k]; c[k] = s[tst, k] / p[tst, k]
+				rr = rr (k > 1 ? " " : "") sprintf("%.2f", c[k])
+			}
+			ms = med(a, m)
+			if (have) {
+				mp = med(b, m); mr = med(c, m)
+				if (c[m] / c[1] > 1.5)
+					notes = notes sprintf("note: %s ratios vary %.1fx between rounds: something else shares the CPUs; rerun when the load average is low\n", tst, c[m] / c[1])
+				printf "| %-8s | %7d | %12.1f | %15.1f | %15.2fx | %-24s |\n", tst, t, ms, mp, mr, rr
+				printf "%s,%s,%s,%s,median,%.1f,%.1f,%.3f,,%s,%s\n", date, model, tst, t, ms, mp, mr, rev, peer >> csv
+			} else {
+				printf "| %-8s | %7d | %12.1f | %15s | %16s | %-24s |\n", tst, t, ms, "-", "-", ""
+				printf "%s,%s,%s,%s,median,%.1f,,,,%s,\n", date, model, tst, t, ms, rev >> csv
+			}
+		}
+		printf "%s", notes
+	}' "$results"
+echo "rows appended to ${csv#"$root"/}"
