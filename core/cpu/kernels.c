@@ -13,6 +13,7 @@
 #include "kernels.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -405,6 +406,169 @@ void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
 		strata_pool_run_n(pool, mm_task, &job, nth);
 	else
 		mm_task(&job, 0, 1);
+}
+
+/* ---- many products in one dispatch ------------------------------------------- */
+
+#define MANY_MAX 1040
+
+struct many_job {
+	int n;
+	struct mm_job jobs[MANY_MAX];
+	int64_t first[MANY_MAX + 1];   /* prefix sums of the items' chunk counts */
+	const struct quant_job *quant[MANY_MAX]; /* conversions to run, or NULL */
+	struct quant_job qjobs[MANY_MAX];
+	int64_t quant_first[MANY_MAX + 1];
+	int nq;
+	_Alignas(64) _Atomic int64_t next;
+	_Alignas(64) _Atomic int64_t qnext;
+};
+
+static void many_quant_task(void *arg, int ith, int nth)
+{
+	struct many_job *m = arg;
+	int64_t total = m->quant_first[m->nq];
+
+	for (int64_t c = atomic_fetch_add(&m->qnext, 1); c < total;
+	     c = atomic_fetch_add(&m->qnext, 1)) {
+		int i = 0;
+
+		while (m->quant_first[i + 1] <= c)
+			i++;
+		{
+			const struct quant_job *q = &m->qjobs[i];
+			int64_t t = c - m->quant_first[i];
+
+			q->quantize(q->x + t * q->ldx, q->dst + (size_t)t * q->stride, q->k);
+		}
+	}
+}
+
+static void many_mm_task(void *arg, int ith, int nth)
+{
+	struct many_job *m = arg;
+	int64_t total = m->first[m->n];
+	int i = 0;
+
+	for (int64_t c = atomic_fetch_add(&m->next, 1); c < total;
+	     c = atomic_fetch_add(&m->next, 1)) {
+		while (m->first[i + 1] <= c)
+			i++;
+		mm_chunk(&m->jobs[i], c - m->first[i]);
+	}
+}
+
+void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *items, int n)
+{
+	static _Thread_local struct many_job *m;
+	size_t offs[MANY_MAX], bytes = 0;
+	int nth = strata_pool_size(pool), src[MANY_MAX];
+	int64_t macs = 0;
+	uint8_t *scratch = NULL;
+
+	if (n <= 0)
+		return;
+	if (n > MANY_MAX) {
+		for (int i = 0; i < n; i++)
+			strata_matmul(pool, items[i].W, items[i].x, items[i].ldx, items[i].n_tok,
+				      items[i].y, items[i].ldy);
+		return;
+	}
+	if (!m && posix_memalign((void **)&m, 64, sizeof(*m)))
+		m = NULL;
+	if (!m) {
+		for (int i = 0; i < n; i++)
+			strata_matmul(pool, items[i].W, items[i].x, items[i].ldx, items[i].n_tok,
+				      items[i].y, items[i].ldy);
+		return;
+	}
+	memset(m, 0, offsetof(struct many_job, next));
+	m->n = n;
+	/* Plan the activation conversions: one per distinct input. */
+	for (int i = 0; i < n; i++) {
+		const struct strata_mm_item *it = &items[i];
+		const struct strata_kern_level *lv = level_for(it->W->type);
+		const struct strata_type_ops *to = &lv->type[it->W->type];
+
+		src[i] = -1;
+		macs += it->W->rows * it->W->cols * it->n_tok;
+		if (to->act == STRATA_ACT_F32)
+			continue;
+		if (i > 0 && src[i - 1] >= 0 && items[i - 1].x == it->x &&
+		    items[i - 1].ldx == it->ldx && items[i - 1].n_tok == it->n_tok &&
+		    items[i - 1].W->cols == it->W->cols &&
+		    m->qjobs[src[i - 1]].quantize == lv->act[to->act].quantize) {
+			src[i] = src[i - 1];
+			continue;
+		}
+		{
+			struct quant_job *q = &m->qjobs[m->nq];
+
+			q->quantize = lv->act[to->act].quantize;
+			q->x = it->x;
+			q->ldx = it->ldx;
+			q->k = it->W->cols;
+			q->n_tok = it->n_tok;
+			q->stride = lv->act[to->act].row_bytes(it->W->cols);
+			offs[m->nq] = bytes;
+			bytes += (q->stride * (size_t)it->n_tok + 63) & ~(size_t)63;
+			src[i] = m->nq++;
+		}
+	}
+	if (bytes) {
+		scratch = pool ? strata_pool_scratch(pool, bytes) : tls_scratch(bytes);
+		if (!scratch) { /* fall back to one product at a time */
+			for (int i = 0; i < n; i++)
+				strata_matmul(pool, items[i].W, items[i].x, items[i].ldx,
+					      items[i].n_tok, items[i].y, items[i].ldy);
+			return;
+		}
+	}
+	for (int q = 0; q < m->nq; q++) {
+		m->qjobs[q].dst = scratch + offs[q];
+		m->quant_first[q + 1] = m->quant_first[q] + m->qjobs[q].n_tok;
+	}
+	if (macs / MM_MIN_MACS_PER_THREAD < nth)
+		nth = (int)(macs / MM_MIN_MACS_PER_THREAD);
+	if (nth < 1)
+		nth = 1;
+	if (m->nq) {
+		atomic_init(&m->qnext, 0);
+		if (nth > 1 && m->quant_first[m->nq] > 1)
+			strata_pool_run_n(pool, many_quant_task, m, nth);
+		else
+			many_quant_task(m, 0, 1);
+	}
+	for (int i = 0; i < n; i++) {
+		const struct strata_mm_item *it = &items[i];
+		const struct strata_kern_level *lv = level_for(it->W->type);
+		struct mm_job *j = &m->jobs[i];
+
+		j->mm = lv->type[it->W->type].mm;
+		j->base.w = it->W->data;
+		j->base.w_stride = it->W->row_bytes;
+		j->base.y = it->y;
+		j->base.ldy = it->ldy;
+		j->base.k = it->W->cols;
+		j->rows = it->W->rows;
+		j->n_tok = it->n_tok;
+		if (src[i] < 0) {
+			j->base.x = (const uint8_t *)it->x;
+			j->base.x_stride = (size_t)it->ldx * sizeof(float);
+		} else {
+			j->base.x = m->qjobs[src[i]].dst;
+			j->base.x_stride = m->qjobs[src[i]].stride;
+		}
+		/* Fewer, larger chunks per item: the items themselves spread the work. */
+		mm_plan(j, n >= nth ? 1 : nth);
+		m->first[i + 1] = m->first[i] + j->n_chunks;
+	}
+	atomic_init(&m->next, 0);
+	if (nth > 1 && m->first[n] > 1)
+		strata_pool_run_n(pool, many_mm_task, m,
+				  m->first[n] < nth ? (int)m->first[n] : nth);
+	else
+		many_mm_task(m, 0, 1);
 }
 
 /* ---- vectors ---------------------------------------------------------------- */

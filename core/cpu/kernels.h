@@ -80,6 +80,26 @@ void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
 		   const float *x, int64_t ldx, int64_t n_tok, float *y,
 		   int64_t ldy);
 
+/* One product of strata_matmul_many(): y = W x for n_tok tokens. */
+struct strata_mm_item {
+	const struct strata_mat *W;
+	const float *x;
+	int64_t ldx, n_tok;
+	float *y;
+	int64_t ldy;
+};
+
+/*
+ * Several independent products in one pass over the pool: the activations
+ * of every item are converted first (an item whose x, ldx, n_tok and
+ * activation format equal the previous item's reuses its conversion), then
+ * all row/token chunks of all items are handed out from one counter.  This
+ * is how the experts of a MoE layer (and q/k/v, gate/up) run: one wake-up of
+ * the pool instead of one per matrix.  Items must not write to each other's
+ * inputs.  More than 1040 items run one matmul at a time.
+ */
+void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *items, int n);
+
 /* Dot product of two f32 vectors at the current SIMD level. */
 float strata_dot_f32(const float *a, const float *b, int64_t n);
 /* y += a * x (f32). */

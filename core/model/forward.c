@@ -9,16 +9,18 @@
 
 #include "model.h"
 #include "moe.h"
+#include "cpu/attn.h"
 #include "util/log.h"
 
 struct strata_seq {
 	const struct strata_model *m;
 	uint32_t n_ctx, max_batch, pos;
+	uint32_t stride;   /* cache row length: n_ctx rounded up to 16 */
 	uint32_t kv_dim, kv_dim_v;
 	/*
-	 * The cache is stored transposed, [n_layer][n_head_kv][head_dim][n_ctx]:
-	 * a query's scores are then head_dim long axpys over positions and its
-	 * output head_dim long dots, both vectorised however small the head.
+	 * The cache is stored transposed, [n_layer][n_head_kv][head_dim][stride]:
+	 * a query's scores are then sums of rows over positions and its output
+	 * head_dim dots over positions, vectorised however small the head.
 	 */
 	float *k, *v;
 	float *kb, *vb;    /* [B][kv_dim]: this batch's keys and values */
@@ -27,7 +29,7 @@ struct strata_seq {
 	float *hb, *hb2;   /* [B][n_ff] */
 	float *ffn_out;    /* [B][n_embd] */
 	struct strata_moe_ws *moe; /* NULL for dense models */
-	float *scores;     /* [n_threads_max][n_ctx] */
+	float *scores;     /* [SEQ_MAX_THREADS][stride] */
 	int scores_threads;
 	float *inv_freq;   /* [n_rot/2] */
 };
@@ -64,11 +66,12 @@ int strata_seq_create(const struct strata_model *m, uint32_t n_ctx, uint32_t max
 		return -ENOMEM;
 	s->m = m;
 	s->n_ctx = n_ctx;
+	s->stride = (n_ctx + 15) & ~15u;
 	s->max_batch = max_batch;
 	s->kv_dim = hp->n_head_kv * hp->head_dim;
 	s->kv_dim_v = hp->n_head_kv * hp->head_dim_v;
 	B = max_batch;
-	ctx = n_ctx;
+	ctx = s->stride;
 	s->scores_threads = SEQ_MAX_THREADS;
 	s->k = xcalloc((size_t)hp->n_layer * ctx, s->kv_dim * sizeof(float));
 	s->v = xcalloc((size_t)hp->n_layer * ctx, s->kv_dim_v * sizeof(float));
@@ -206,7 +209,7 @@ static void attn_worker(void *arg, int ith, int nth)
 	const int hd = (int)hp->head_dim, hdv = (int)hp->head_dim_v;
 	const int group = (int)(hp->n_head / hp->n_head_kv);
 	const float scale = 1.0f / sqrtf((float)hd);
-	const size_t ctx = s->n_ctx;
+	const size_t ctx = s->stride;
 	const float *kl = s->k + (size_t)a->layer * s->kv_dim * ctx;
 	const float *vl = s->v + (size_t)a->layer * s->kv_dim_v * ctx;
 	float *sc = s->scores + (size_t)ith * ctx;
@@ -222,9 +225,7 @@ static void attn_worker(void *arg, int ith, int nth)
 		float *o = s->att + ((size_t)t * hp->n_head + h) * hdv;
 		float mx = -INFINITY, sum = 0.0f, inv;
 
-		memset(sc, 0, len * sizeof(float));
-		for (int d = 0; d < hd; d++)
-			strata_axpy_f32(sc, q[d] * scale, kt + (size_t)d * ctx, len);
+		strata_attn_scores(q, kt, ctx, hd, len, scale, sc);
 		for (uint32_t j = 0; j < len; j++)
 			mx = sc[j] > mx ? sc[j] : mx;
 		for (uint32_t j = 0; j < len; j++) {
@@ -257,7 +258,8 @@ static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint
 	const uint32_t e = hp->n_embd, qd = hp->n_head * hp->head_dim;
 	float *kc = s->kb, *vc = s->vb;
 	struct attn_task at = { s, l, n, s->pos };
-	int nth = strata_pool_size(pool);
+	int nth = strata_pool_size(pool) < SEQ_MAX_THREADS ? strata_pool_size(pool)
+							    : SEQ_MAX_THREADS;
 
 	for (uint32_t t = 0; t < n; t++)
 		rmsnorm(s->xn + (size_t)t * e, s->x + (size_t)t * e, L->attn_norm, (int)e,
@@ -281,10 +283,10 @@ static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint
 		rope(kc + (size_t)t * s->kv_dim, (int)hp->n_head_kv, (int)hp->head_dim,
 		     (int)hp->n_rot, hp->rope_type, s->pos + t, s->inv_freq);
 	}
-	cache_store(s->k + (size_t)l * s->kv_dim * s->n_ctx, kc, n, hp->n_head_kv, hp->head_dim,
-		    s->n_ctx, s->pos);
-	cache_store(s->v + (size_t)l * s->kv_dim_v * s->n_ctx, vc, n, hp->n_head_kv,
-		    hp->head_dim_v, s->n_ctx, s->pos);
+	cache_store(s->k + (size_t)l * s->kv_dim * s->stride, kc, n, hp->n_head_kv, hp->head_dim,
+		    s->stride, s->pos);
+	cache_store(s->v + (size_t)l * s->kv_dim_v * s->stride, vc, n, hp->n_head_kv,
+		    hp->head_dim_v, s->stride, s->pos);
 	/* A handful of (token, head) pairs is not worth waking the pool. */
 	if ((long)n * hp->n_head * (s->pos + n) * hp->head_dim < 32768)
 		nth = 1;

@@ -17,9 +17,12 @@ struct strata_moe_ws {
 	uint32_t *start;  /* [n_expert] offset into the grouped lists */
 	uint32_t *tok;    /* [B*k] token of each (expert, slot), grouped by expert */
 	float *tokw;      /* [B*k] weight of each */
-	float *xg;        /* [B][n_embd] gathered inputs of one expert */
-	float *g, *u;     /* [B][max(n_ff_exp, n_ff_shexp)] */
-	float *d;         /* [B][n_embd] one expert's outputs */
+	float *xg;        /* [B*k][n_embd] inputs gathered by expert */
+	float *g, *u;     /* [B*k][n_ff_exp] */
+	float *d;         /* [B*k][n_embd] expert outputs, grouped like xg */
+	float *gs, *us;   /* [B][n_ff_shexp] shared expert */
+	struct strata_mm_item *items; /* [2*n_expert + 2] one pass's products */
+	struct strata_mat *mats;      /* [3*n_expert] the experts' matrices */
 };
 
 static void *zalloc(size_t n, size_t size)
@@ -49,6 +52,10 @@ void strata_moe_ws_free(struct strata_moe_ws *ws)
 	free(ws->g);
 	free(ws->u);
 	free(ws->d);
+	free(ws->items);
+	free(ws->mats);
+	free(ws->gs);
+	free(ws->us);
 	free(ws);
 }
 
@@ -57,7 +64,6 @@ int strata_moe_ws_create(const struct strata_hparams *hp, uint32_t max_batch,
 {
 	struct strata_moe_ws *ws = calloc(1, sizeof(*ws));
 	size_t B = max_batch, k = hp->n_expert_used, ne = hp->n_expert;
-	size_t ff = hp->n_ff_exp > hp->n_ff_shexp ? hp->n_ff_exp : hp->n_ff_shexp;
 
 	*out = NULL;
 	if (!ws)
@@ -70,12 +76,17 @@ int strata_moe_ws_create(const struct strata_hparams *hp, uint32_t max_batch,
 	ws->start = zalloc(ne, sizeof(uint32_t));
 	ws->tok = zalloc(B * k, sizeof(uint32_t));
 	ws->tokw = zalloc(B * k, sizeof(float));
-	ws->xg = zalloc(B, hp->n_embd * sizeof(float));
-	ws->g = zalloc(B, ff * sizeof(float));
-	ws->u = zalloc(B, ff * sizeof(float));
-	ws->d = zalloc(B, hp->n_embd * sizeof(float));
+	ws->xg = zalloc(B * k, hp->n_embd * sizeof(float));
+	ws->g = zalloc(B * k, hp->n_ff_exp * sizeof(float));
+	ws->u = zalloc(B * k, hp->n_ff_exp * sizeof(float));
+	ws->d = zalloc(B * k, hp->n_embd * sizeof(float));
+	ws->items = zalloc(2 * ne + 2, sizeof(*ws->items));
+	ws->mats = zalloc(3 * ne, sizeof(*ws->mats));
+	ws->gs = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
+	ws->us = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
 	if (!ws->logits || !ws->sel || !ws->w || !ws->count || !ws->start || !ws->tok ||
-	    !ws->tokw || !ws->xg || !ws->g || !ws->u || !ws->d) {
+	    !ws->tokw || !ws->xg || !ws->g || !ws->u || !ws->d || !ws->gs || !ws->us ||
+	    !ws->items || !ws->mats) {
 		strata_moe_ws_free(ws);
 		return -ENOMEM;
 	}
@@ -140,18 +151,64 @@ static inline float silu(float x)
 	return x / (1.0f + expf(-x));
 }
 
-/* d = down(silu(gate x) * up x) for n rows of x. */
-static void swiglu(struct strata_moe_ws *ws, struct strata_pool *pool,
-		   const struct strata_mat *gate, const struct strata_mat *up,
-		   const struct strata_mat *down, const float *x, uint32_t n, int64_t e, float *d)
-{
-	int64_t f = gate->rows;
 
-	strata_matmul(pool, gate, x, e, n, ws->g, f);
-	strata_matmul(pool, up, x, e, n, ws->u, f);
-	for (size_t i = 0; i < (size_t)n * f; i++)
+/*
+ * Every active expert (and the shared one) in two passes over the pool:
+ * gate and up of all of them, then down of all of them.  Expert x's tokens
+ * are gathered into rows start[x].. of xg, so its products are batched
+ * matmuls over exactly its tokens.
+ */
+static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
+			const struct strata_hparams *hp, const struct strata_layer *L,
+			const float *xn, uint32_t n, float *out)
+{
+	const int64_t e = hp->n_embd, f = hp->n_ff_exp, fs = hp->n_ff_shexp;
+	const size_t slots = (size_t)n * hp->n_expert_used;
+	struct strata_mm_item *it = ws->items;
+	struct strata_mat *mats = ws->mats;
+	int ni = 0, nm = 0;
+
+	for (size_t i = 0; i < slots; i++)
+		memcpy(ws->xg + i * e, xn + (size_t)ws->tok[i] * e, e * sizeof(float));
+	for (uint32_t x = 0; x < hp->n_expert; x++) {
+		uint32_t c = ws->count[x], s0 = ws->start[x];
+
+		if (!c)
+			continue;
+		mats[nm] = strata_expert(&L->gate_exps, x);
+		mats[nm + 1] = strata_expert(&L->up_exps, x);
+		it[ni++] = (struct strata_mm_item){ &mats[nm], ws->xg + (size_t)s0 * e, e, c,
+						    ws->g + (size_t)s0 * f, f };
+		it[ni++] = (struct strata_mm_item){ &mats[nm + 1], ws->xg + (size_t)s0 * e, e, c,
+						    ws->u + (size_t)s0 * f, f };
+		nm += 2;
+	}
+	if (L->has_shexp) {
+		it[ni++] = (struct strata_mm_item){ &L->gate_shexp, xn, e, n, ws->gs, fs };
+		it[ni++] = (struct strata_mm_item){ &L->up_shexp, xn, e, n, ws->us, fs };
+	}
+	strata_matmul_many(pool, it, ni);
+	for (size_t i = 0; i < slots * f; i++)
 		ws->g[i] = silu(ws->g[i]) * ws->u[i];
-	strata_matmul(pool, down, ws->g, f, n, d, e);
+	for (size_t i = 0; L->has_shexp && i < (size_t)n * fs; i++)
+		ws->gs[i] = silu(ws->gs[i]) * ws->us[i];
+	ni = 0;
+	for (uint32_t x = 0; x < hp->n_expert; x++) {
+		uint32_t c = ws->count[x], s0 = ws->start[x];
+
+		if (!c)
+			continue;
+		mats[nm] = strata_expert(&L->down_exps, x);
+		it[ni++] = (struct strata_mm_item){ &mats[nm++], ws->g + (size_t)s0 * f, f, c,
+						    ws->d + (size_t)s0 * e, e };
+	}
+	if (L->has_shexp)
+		it[ni++] = (struct strata_mm_item){ &L->down_shexp, ws->gs, fs, n, out, e };
+	strata_matmul_many(pool, it, ni);
+	if (!L->has_shexp)
+		memset(out, 0, (size_t)n * e * sizeof(float));
+	for (size_t i = 0; i < slots; i++)
+		strata_axpy_f32(out + (size_t)ws->tok[i] * e, ws->tokw[i], ws->d + i * e, e);
 }
 
 void strata_moe_ffn(struct strata_moe_ws *ws, struct strata_pool *pool,
@@ -183,27 +240,5 @@ void strata_moe_ffn(struct strata_moe_ws *ws, struct strata_pool *pool,
 			ws->tok[slot] = t;
 			ws->tokw[slot] = ws->w[(size_t)t * k + j];
 		}
-	memset(out, 0, (size_t)n * e * sizeof(float));
-	for (uint32_t x = 0; x < ne; x++) {
-		uint32_t c = ws->count[x], s0 = ws->start[x];
-		struct strata_mat g, u, d;
-
-		if (!c)
-			continue;
-		for (uint32_t i = 0; i < c; i++)
-			memcpy(ws->xg + (size_t)i * e, xn + (size_t)ws->tok[s0 + i] * e,
-			       e * sizeof(float));
-		g = strata_expert(&L->gate_exps, x);
-		u = strata_expert(&L->up_exps, x);
-		d = strata_expert(&L->down_exps, x);
-		swiglu(ws, pool, &g, &u, &d, ws->xg, c, e, ws->d);
-		for (uint32_t i = 0; i < c; i++)
-			strata_axpy_f32(out + (size_t)ws->tok[s0 + i] * e, ws->tokw[s0 + i],
-					ws->d + (size_t)i * e, e);
-	}
-	if (L->has_shexp) {
-		swiglu(ws, pool, &L->gate_shexp, &L->up_shexp, &L->down_shexp, xn, n, e, ws->d);
-		for (size_t i = 0; i < (size_t)n * e; i++)
-			out[i] += ws->d[i];
-	}
+	moe_experts(ws, pool, hp, L, xn, n, out);
 }

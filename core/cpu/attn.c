@@ -1,0 +1,42 @@
+/*
+ * attn.c - attention scores: dispatch and the scalar reference.
+ */
+#include "attn.h"
+
+#include "kernels.h"
+
+void strata_attn_scores_scalar(const float *q, const float *kt, size_t stride, int hd,
+			       uint32_t len, float scale, float *sc)
+{
+	for (uint32_t j0 = 0; j0 < len; j0 += 16) {
+		float acc[16] = { 0 };
+		uint32_t w = len - j0 < 16 ? len - j0 : 16;
+
+		for (int d = 0; d < hd; d++) {
+			const float *kr = kt + (size_t)d * stride + j0;
+
+			for (uint32_t i = 0; i < w; i++)
+				acc[i] += q[d] * kr[i];
+		}
+		for (uint32_t i = 0; i < w; i++)
+			sc[j0 + i] = acc[i] * scale;
+	}
+}
+
+void strata_attn_scores(const float *q, const float *kt, size_t stride, int hd, uint32_t len,
+			float scale, float *sc)
+{
+#if defined(__x86_64__)
+	switch (strata_simd_get()) {
+	case STRATA_SIMD_AVX512:
+		strata_attn_scores_avx512(q, kt, stride, hd, len, scale, sc);
+		return;
+	case STRATA_SIMD_AVX2:
+		strata_attn_scores_avx2(q, kt, stride, hd, len, scale, sc);
+		return;
+	default:
+		break;
+	}
+#endif
+	strata_attn_scores_scalar(q, kt, stride, hd, len, scale, sc);
+}
