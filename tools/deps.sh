@@ -3,7 +3,7 @@
 # Run as root (or with sudo available); prints what it installs.
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev)
+pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do

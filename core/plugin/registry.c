@@ -347,6 +347,19 @@ static int check_desc(const struct strata_plugin_desc *d, struct refusal *why)
 		if (missing)
 			return refuse(why, -EBADMSG, "required method %s NULL", missing);
 	}
+	if (d->kind == STRATA_PLUGIN_IO) {
+		const struct strata_io_ops *o = d->ops;
+		const char *missing = !o->open ? "open"
+				      : !o->close ? "close"
+				      : !o->caps ? "caps"
+				      : !o->size ? "size"
+				      : !o->submit ? "submit"
+				      : !o->reap ? "reap"
+				      : NULL;
+
+		if (missing)
+			return refuse(why, -EBADMSG, "required method %s NULL", missing);
+	}
 	return 0;
 }
 

@@ -163,6 +163,99 @@ struct strata_path_ops {
 		   const struct strata_engine_iface *engine);
 };
 
+
+/* ------------------------------------------------------------------------
+ * Kind IO: reads bytes of a file at offsets, many in flight.
+ *
+ * The core opens one handle per reader thread; a handle is used by one
+ * thread at a time, so a plugin keeps its queue (ring, completion port,
+ * worker pool) per handle and needs no locking between handles.
+ */
+
+/* open() flags */
+#define STRATA_IO_DIRECT 1u /* bypass the page cache (O_DIRECT / unbuffered) */
+
+/* strata_io_caps.flags */
+#define STRATA_IO_CAP_DIRECT 1u        /* this handle really bypasses the cache */
+#define STRATA_IO_CAP_ASYNC 2u         /* submit() returns before the data lands */
+#define STRATA_IO_CAP_FIXED_BUFFERS 4u /* register_buffers() helps */
+#define STRATA_IO_CAP_INLINE 8u        /* reads happen inside submit()/reap() */
+
+struct strata_io_caps {
+	uint32_t flags;
+	uint32_t depth;        /* reads this handle keeps in flight at most */
+	uint32_t buf_align;    /* required alignment of buf (1 = any) */
+	uint32_t offset_align; /* required alignment of offset and len (1 = any) */
+};
+
+/*
+ * One read.  The core owns the struct; it must stay put until reaped.
+ * A result is short only at the end of the file (0 past it) or when an
+ * error cut the read off: plugins resume reads the kernel ends early.
+ */
+struct strata_io_req {
+	uint64_t offset; /* byte offset in the file */
+	uint32_t len;    /* bytes to read, at most INT32_MAX */
+	int32_t result;  /* set on completion: bytes read (may be short) or -errno */
+	void *buf;       /* destination, len bytes, aligned per caps */
+	uint64_t user;   /* the core's cookie, untouched by the plugin */
+};
+
+struct strata_io_ops {
+	uint32_t version; /* 1 */
+	/*
+	 * Required.  Open `path` for reading with room for `depth` reads in
+	 * flight (0 = the plugin's default; its INI section may override the
+	 * depth: caps() tells the one in force).  -EINVAL when STRATA_IO_DIRECT
+	 * is asked for and the file system refuses it (the core may retry
+	 * without); -ENOENT, -EISDIR, -EACCES as the system says.  *handle (NULL
+	 * on failure) is released with close().
+	 */
+	int (*open)(const struct strata_host *host, const char *path, uint32_t flags,
+		    uint32_t depth, void **handle);
+	/*
+	 * Required.  Waits for (or cancels) the reads in flight, then frees;
+	 * NULL is a no-op.  Once it returns no buffer of an unreaped request is
+	 * written any more; queued reads not yet started may be dropped.
+	 */
+	void (*close)(void *handle);
+	/* Required.  What this handle can do. */
+	int (*caps)(void *handle, struct strata_io_caps *caps);
+	/* Required.  File size in bytes, or -errno. */
+	int64_t (*size)(void *handle);
+	/*
+	 * Required.  Queue up to n reads; returns how many were accepted, always
+	 * the first ones of reqs (0 when the handle is full: reap first), or
+	 * -errno (-EINVAL for a NULL reqs[0]; -EAGAIN when the system takes no
+	 * read while none is outstanding).  A request that breaks the caps'
+	 * alignment is accepted and completes with -EINVAL; len 0 completes
+	 * with 0.  Never blocks on the disk unless caps says
+	 * STRATA_IO_CAP_INLINE.
+	 */
+	int (*submit)(void *handle, struct strata_io_req *const *reqs, uint32_t n);
+	/*
+	 * Required.  Wait until at least min_done reads have completed (0 = do
+	 * not wait), store up to max_done of them in done[] and return the count,
+	 * or -errno for a failure of the handle itself (a failed read is a
+	 * completion with result < 0).  A timeout_ms >= 0 bounds the wait: then
+	 * fewer than min_done may be returned; < 0 waits as long as it takes.
+	 * min_done is first lowered to max_done and to the number of requests
+	 * outstanding, so reap never waits for reads that were not submitted.
+	 * With STRATA_IO_CAP_INLINE reap performs the queued reads itself: one
+	 * at least when none has completed yet, even for min_done 0.
+	 */
+	int (*reap)(void *handle, struct strata_io_req **done, uint32_t min_done,
+		    uint32_t max_done, int timeout_ms);
+	/*
+	 * Optional.  Pin n buffers the core will read into; requests whose buf
+	 * lies inside one then go faster.  Only with nothing outstanding
+	 * (-EBUSY); replaces an earlier set; n = 0 drops it.  -ENOTSUP when the
+	 * plugin is configured not to; on any failure the handle keeps working
+	 * without.  The buffers must outlive the handle or the next call.
+	 */
+	int (*register_buffers)(void *handle, void *const *bufs, const size_t *lens, uint32_t n);
+};
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,415 @@
+/*
+ * io_common.h - the pieces the in-tree io plugins (io-pread, io-uring,
+ * io-direct) share: INI value parsing, the per-handle slot table with its
+ * queue of finished reads, request checks against the caps, and the POSIX
+ * open / size / full-read helpers.
+ *
+ * Header-only and all `static`: every plugin is its own shared object that
+ * links nothing but libc (and liburing), so each compiles its own copy.
+ * This directory has no CMakeLists.txt on purpose: it is not a plugin.
+ * Include it first: on Linux it needs _GNU_SOURCE (O_DIRECT) before any
+ * system header.
+ *
+ * Slot model.  A handle has `depth` slots.  submit() takes a free slot per
+ * request and keeps it until reap() hands the request back, so at most
+ * `depth` requests are outstanding (queued, in flight or finished and not
+ * yet reaped).  A finished request goes to the ready FIFO with its result
+ * set; reap() pops from there.  This is what guarantees "never lose a
+ * request": every accepted request ends in the FIFO exactly once.
+ */
+#ifndef STRATA_IO_COMMON_H
+#define STRATA_IO_COMMON_H
+
+#if !defined(_WIN32) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* O_DIRECT */
+#endif
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#endif
+
+#include "strata/plugin.h"
+
+/* Alignment promised for direct handles: a multiple of every logical block size in use. */
+#define IOC_DIRECT_ALIGN 4096u
+/* Reads in flight when neither the core nor the INI says. */
+#define IOC_DEFAULT_DEPTH 32u
+/* More than this per handle only costs memory: the disk queue is ~1K deep. */
+#define IOC_MAX_DEPTH 4096u
+/* A read the kernel keeps answering -EAGAIN / -EINTR to is failed after this many tries. */
+#define IOC_MAX_TRIES 8u
+
+/* ---- INI values ---------------------------------------------------------- */
+
+/* Decimal digits only, lo..hi. */
+static inline int ioc_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*s - '0');
+		if (v > hi)
+			return -EINVAL;
+	}
+	if (v < lo)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static inline int ioc_streq_nocase(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++) {
+		char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a;
+		char y = *b >= 'A' && *b <= 'Z' ? (char)(*b + 32) : *b;
+
+		if (x != y)
+			return 0;
+	}
+	return *a == *b;
+}
+
+/* true/false, yes/no, on/off, 1/0 (any case). */
+static inline int ioc_parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+	size_t i;
+
+	for (i = 0; s && i < 4; i++) {
+		if (ioc_streq_nocase(s, yes[i])) {
+			*out = 1;
+			return 0;
+		}
+		if (ioc_streq_nocase(s, no[i])) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/*
+ * Read count key `key` of the plugin's section into *out (left alone when
+ * the key is unset).  Returns 1 when set, 0 when unset, -EINVAL after
+ * logging the bad value.
+ */
+static inline int ioc_key_u32(const struct strata_host *host, const char *key, uint32_t lo,
+			      uint32_t hi, uint32_t *out)
+{
+	const char *v = host->config_get(host, NULL, key);
+
+	if (!v)
+		return 0;
+	if (ioc_parse_u32(v, lo, hi, out)) {
+		host->log(host, STRATA_LOG_ERROR, "%s = '%s' is invalid: expected %u..%u", key, v,
+			  (unsigned)lo, (unsigned)hi);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+/* Like ioc_key_u32 for a true/false key. */
+static inline int ioc_key_bool(const struct strata_host *host, const char *key, int *out)
+{
+	const char *v = host->config_get(host, NULL, key);
+
+	if (!v)
+		return 0;
+	if (ioc_parse_bool(v, out)) {
+		host->log(host, STRATA_LOG_ERROR,
+			  "%s = '%s' is invalid: expected true or false", key, v);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+/* The depth a handle runs at: the core's, 0 meaning the default. */
+static inline int ioc_depth(const struct strata_host *host, uint32_t asked, uint32_t *depth)
+{
+	if (asked > IOC_MAX_DEPTH) {
+		host->log(host, STRATA_LOG_ERROR, "depth %u is too large (at most %u)",
+			  (unsigned)asked, IOC_MAX_DEPTH);
+		return -EINVAL;
+	}
+	*depth = asked ? asked : IOC_DEFAULT_DEPTH;
+	return 0;
+}
+
+/* ---- slots ----------------------------------------------------------------- */
+
+struct ioc_slots {
+	uint32_t depth;
+	struct strata_io_req **req; /* [depth] the request a slot holds, NULL when free */
+	uint32_t *got;              /* [depth] bytes already read (short reads resume) */
+	uint32_t *tries;            /* [depth] transient failures so far */
+	uint32_t *free_ix;          /* stack of free slot indices */
+	uint32_t n_free;
+	uint32_t *ready;            /* FIFO of finished slot indices */
+	uint32_t ready_head, n_ready;
+};
+
+static inline void ioc_slots_free(struct ioc_slots *s)
+{
+	free(s->req);
+	free(s->got);
+	free(s->tries);
+	free(s->free_ix);
+	free(s->ready);
+	memset(s, 0, sizeof(*s));
+}
+
+static inline int ioc_slots_init(struct ioc_slots *s, uint32_t depth)
+{
+	uint32_t i;
+
+	memset(s, 0, sizeof(*s));
+	s->depth = depth;
+	s->req = calloc(depth, sizeof(*s->req));
+	s->got = calloc(depth, sizeof(*s->got));
+	s->tries = calloc(depth, sizeof(*s->tries));
+	s->free_ix = calloc(depth, sizeof(*s->free_ix));
+	s->ready = calloc(depth, sizeof(*s->ready));
+	if (!s->req || !s->got || !s->tries || !s->free_ix || !s->ready) {
+		ioc_slots_free(s);
+		return -ENOMEM;
+	}
+	/* Popped from the top: slot 0 first, which keeps small runs cache-friendly. */
+	for (i = 0; i < depth; i++)
+		s->free_ix[i] = depth - 1 - i;
+	s->n_free = depth;
+	return 0;
+}
+
+/* Requests accepted and not yet reaped. */
+static inline uint32_t ioc_outstanding(const struct ioc_slots *s)
+{
+	return s->depth - s->n_free;
+}
+
+/* Requests accepted and not yet finished (queued or with the kernel). */
+static inline uint32_t ioc_pending(const struct ioc_slots *s)
+{
+	return s->depth - s->n_free - s->n_ready;
+}
+
+/* A free slot holding req, or -1 when all depth slots are taken. */
+static inline int ioc_slot_take(struct ioc_slots *s, struct strata_io_req *req)
+{
+	uint32_t ix;
+
+	if (!s->n_free)
+		return -1;
+	ix = s->free_ix[--s->n_free];
+	s->req[ix] = req;
+	s->got[ix] = 0;
+	s->tries[ix] = 0;
+	return (int)ix;
+}
+
+/* Hand slot ix back unreaped (the request was never started). */
+static inline void ioc_slot_untake(struct ioc_slots *s, uint32_t ix)
+{
+	s->req[ix] = NULL;
+	s->free_ix[s->n_free++] = ix;
+}
+
+/* The request in slot ix finished with `result` (bytes or -errno). */
+static inline void ioc_finish(struct ioc_slots *s, uint32_t ix, int32_t result)
+{
+	s->req[ix]->result = result;
+	s->ready[(s->ready_head + s->n_ready) % s->depth] = ix;
+	s->n_ready++;
+}
+
+/* Pop up to max finished requests into done[], freeing their slots. */
+static inline uint32_t ioc_pop_ready(struct ioc_slots *s, struct strata_io_req **done,
+				     uint32_t max)
+{
+	uint32_t n = 0;
+
+	while (n < max && s->n_ready) {
+		uint32_t ix = s->ready[s->ready_head];
+
+		s->ready_head = (s->ready_head + 1) % s->depth;
+		s->n_ready--;
+		done[n++] = s->req[ix];
+		ioc_slot_untake(s, ix);
+	}
+	return n;
+}
+
+/*
+ * Is req within the caps?  0: read it; 1: finished already (len 0, result
+ * 0); -EINVAL: finish it with that (misaligned for a direct handle, or more
+ * than the int32 result can report).  A bad request is a completion, not a
+ * failed submit(), so the caller sees it beside the reads it batched with.
+ */
+static inline int ioc_check_req(const struct strata_io_req *req, uint32_t align)
+{
+	if (req->len > (uint32_t)INT32_MAX || req->offset > (uint64_t)INT64_MAX - req->len)
+		return -EINVAL;
+	if (!req->buf && req->len)
+		return -EFAULT;
+	if (align > 1 && ((req->offset | req->len | (uint64_t)(uintptr_t)req->buf) & (align - 1)))
+		return -EINVAL;
+	return req->len ? 0 : 1;
+}
+
+/* ---- time ------------------------------------------------------------------ */
+
+static inline uint64_t ioc_now_ms(void)
+{
+#ifdef _WIN32
+	return (uint64_t)GetTickCount64();
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+#endif
+}
+
+/* Milliseconds left before deadline (UINT64_MAX = none); 0 when passed. */
+static inline uint64_t ioc_left_ms(uint64_t deadline)
+{
+	uint64_t now;
+
+	if (deadline == UINT64_MAX)
+		return UINT64_MAX;
+	now = ioc_now_ms();
+	return now >= deadline ? 0 : deadline - now;
+}
+
+/* Deadline for a reap() timeout_ms (< 0 = wait for ever). */
+static inline uint64_t ioc_deadline(int timeout_ms)
+{
+	return timeout_ms < 0 ? UINT64_MAX : ioc_now_ms() + (uint64_t)timeout_ms;
+}
+
+/* The warning for a file system that refuses direct I/O; returns -EINVAL. */
+static inline int ioc_direct_refused(const struct strata_host *host, const char *path)
+{
+#ifdef _WIN32
+	const char *how = "unbuffered I/O (FILE_FLAG_NO_BUFFERING)";
+#else
+	const char *how = "O_DIRECT";
+#endif
+	host->log(host, STRATA_LOG_WARN,
+		  "%s: the file system refuses %s (tmpfs, procfs, some FUSE and network file "
+		  "systems do); read it without direct I/O (e.g. --ple-io mmap) or move it to a "
+		  "local disk",
+		  path, how);
+	return -EINVAL;
+}
+
+#ifndef _WIN32
+/* ---- POSIX files -------------------------------------------------------------- */
+
+/* Size of a regular file or block device, or -errno. */
+static inline int64_t ioc_fd_size(int fd)
+{
+	struct stat st;
+	off_t end;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISBLK(st.st_mode))
+		return (int64_t)st.st_size;
+	end = lseek(fd, 0, SEEK_END); /* pread users never look at the file position */
+	return end < 0 ? -errno : (int64_t)end;
+}
+
+/*
+ * Read len bytes at off, resuming after short reads until EOF; bytes read
+ * or -errno.  Direct fds resume at block multiples (a short direct read ends
+ * on one), so the alignment holds.
+ */
+static inline int32_t ioc_pread_full(int fd, void *buf, uint32_t len, uint64_t off)
+{
+	uint32_t got = 0;
+
+	while (got < len) {
+		ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return got ? (int32_t)got : -errno;
+		}
+		if (r == 0)
+			break;
+		got += (uint32_t)r;
+	}
+	return (int32_t)got;
+}
+
+/*
+ * Open path read-only for positioned reads; O_DIRECT when direct.  Returns
+ * the fd or -errno: -EISDIR for a directory, -EINVAL (after a warning that
+ * names the file) when the file system refuses O_DIRECT, either at open()
+ * or, as some do, only at the first read, which is why one block is read
+ * here.
+ */
+static inline int ioc_open_fd(const struct strata_host *host, const char *path, int direct)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (!path)
+		return -EINVAL;
+#ifdef O_DIRECT
+	fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+#else
+	if (direct) /* e.g. macOS: F_NOCACHE is a hint, not a bypass with alignment rules */
+		return ioc_direct_refused(host, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+#endif
+	if (fd < 0)
+		return errno == EINVAL && direct ? ioc_direct_refused(host, path) : -errno;
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return -EISDIR;
+	}
+	if (direct) {
+		void *blk = host->aligned_alloc(IOC_DIRECT_ALIGN, IOC_DIRECT_ALIGN);
+		ssize_t r;
+
+		if (!blk) {
+			close(fd);
+			return -ENOMEM;
+		}
+		do
+			r = pread(fd, blk, IOC_DIRECT_ALIGN, 0);
+		while (r < 0 && errno == EINTR);
+		rc = r < 0 ? -errno : 0;
+		host->aligned_free(blk);
+		if (rc) {
+			close(fd);
+			return rc == -EINVAL ? ioc_direct_refused(host, path) : rc;
+		}
+	}
+	return fd;
+}
+#endif /* !_WIN32 */
+
+#endif /* STRATA_IO_COMMON_H */

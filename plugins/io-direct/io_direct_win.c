@@ -1,0 +1,279 @@
+/*
+ * io_direct_win.c - io-direct on Windows: unbuffered overlapped ReadFile
+ * and one I/O completion port per handle; synchronous positioned ReadFile
+ * for the inline mode.  See io_direct.h for the contract of each function.
+ */
+#ifdef _WIN32
+#include "io_direct.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int win_errno(DWORD e)
+{
+	switch (e) {
+	case ERROR_FILE_NOT_FOUND:
+	case ERROR_PATH_NOT_FOUND:
+	case ERROR_INVALID_DRIVE:
+		return -ENOENT;
+	case ERROR_ACCESS_DENIED:
+	case ERROR_SHARING_VIOLATION:
+		return -EACCES;
+	case ERROR_INVALID_PARAMETER:
+	case ERROR_INVALID_NAME:
+		return -EINVAL;
+	case ERROR_NOT_ENOUGH_MEMORY:
+	case ERROR_OUTOFMEMORY:
+	case ERROR_NO_SYSTEM_RESOURCES:
+		return -ENOMEM;
+	case ERROR_INVALID_USER_BUFFER:
+	case ERROR_NOT_ENOUGH_QUOTA:
+		return -EAGAIN;
+	case ERROR_OPERATION_ABORTED:
+		return -ECANCELED;
+	default:
+		return -EIO;
+	}
+}
+
+static wchar_t *utf8_to_wide(const char *s)
+{
+	int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
+	wchar_t *w;
+
+	if (n <= 0)
+		return NULL;
+	w = malloc((size_t)n * sizeof(*w));
+	if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* One synchronous positioned read of up to len bytes; bytes or -errno (0 at EOF). */
+static int32_t win_read_once(HANDLE f, void *buf, uint32_t len, uint64_t off, HANDLE ev)
+{
+	OVERLAPPED ov;
+	DWORD n = 0;
+
+	memset(&ov, 0, sizeof(ov));
+	ov.Offset = (DWORD)off;
+	ov.OffsetHigh = (DWORD)(off >> 32);
+	ov.hEvent = ev;
+	if (!ReadFile(f, buf, len, &n, &ov)) {
+		DWORD e = GetLastError();
+
+		if (e == ERROR_IO_PENDING && GetOverlappedResult(f, &ov, &n, TRUE))
+			return (int32_t)n;
+		e = GetLastError();
+		return e == ERROR_HANDLE_EOF ? 0 : win_errno(e);
+	}
+	return (int32_t)n;
+}
+
+int strata_dio_open_(struct dio *d, const char *path, int direct)
+{
+	DWORD attr, fl = FILE_ATTRIBUTE_NORMAL;
+	wchar_t *w = path ? utf8_to_wide(path) : NULL;
+	LARGE_INTEGER sz;
+	int32_t r;
+	void *blk;
+
+	if (!w)
+		return -EINVAL;
+	attr = GetFileAttributesW(w);
+	if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) {
+		free(w);
+		return -EISDIR;
+	}
+	fl |= direct ? FILE_FLAG_NO_BUFFERING : 0;
+	fl |= d->inline_mode ? FILE_FLAG_RANDOM_ACCESS : FILE_FLAG_OVERLAPPED;
+	d->file = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL,
+			      OPEN_EXISTING, fl, NULL);
+	free(w);
+	if (d->file == INVALID_HANDLE_VALUE) {
+		DWORD e = GetLastError();
+
+		return e == ERROR_INVALID_PARAMETER && direct ? ioc_direct_refused(d->host, path)
+							       : win_errno(e);
+	}
+	if (!GetFileSizeEx(d->file, &sz))
+		return win_errno(GetLastError());
+	d->size = (int64_t)sz.QuadPart;
+	if (!direct)
+		return 0;
+	/* Before the port is attached, so this read posts no completion packet. */
+	blk = d->host->aligned_alloc(IOC_DIRECT_ALIGN, IOC_DIRECT_ALIGN);
+	if (!blk)
+		return -ENOMEM;
+	{
+		HANDLE ev = d->inline_mode ? NULL : CreateEventW(NULL, TRUE, FALSE, NULL);
+
+		r = d->inline_mode || ev ? win_read_once(d->file, blk, IOC_DIRECT_ALIGN, 0, ev)
+					 : -ENOMEM;
+		if (ev)
+			CloseHandle(ev);
+	}
+	d->host->aligned_free(blk);
+	if (r == -EINVAL)
+		return ioc_direct_refused(d->host, path);
+	return r < 0 ? r : 0;
+}
+
+int strata_dio_async_init_(struct dio *d)
+{
+	d->ws = calloc(d->s.depth, sizeof(*d->ws));
+	if (!d->ws)
+		return -ENOMEM;
+	d->port = CreateIoCompletionPort(d->file, NULL, 0, 1);
+	if (!d->port)
+		return win_errno(GetLastError());
+	/* Completions are only ever taken from the port: spare the kernel the event. */
+	SetFileCompletionNotificationModes(d->file, FILE_SKIP_SET_EVENT_ON_HANDLE);
+	return 0;
+}
+
+int64_t strata_dio_size_(struct dio *d)
+{
+	LARGE_INTEGER sz;
+
+	return GetFileSizeEx(d->file, &sz) ? (int64_t)sz.QuadPart : win_errno(GetLastError());
+}
+
+int32_t strata_dio_read_sync_(struct dio *d, uint32_t ix)
+{
+	struct strata_io_req *r = d->s.req[ix];
+	uint32_t got = 0;
+
+	while (got < r->len) {
+		int32_t n = win_read_once(d->file, (char *)r->buf + got, r->len - got,
+					  r->offset + got, NULL);
+
+		if (n < 0)
+			return got ? (int32_t)got : n;
+		if (!n)
+			break;
+		got += (uint32_t)n;
+	}
+	return (int32_t)got;
+}
+
+/*
+ * Issue (the rest of) the read in slot ix: 1 when the port will get its
+ * packet (ReadFile done or pending: both post one), 0 with *err set when
+ * ReadFile refused it.
+ */
+static int win_issue(struct dio *d, uint32_t ix, DWORD *err)
+{
+	struct strata_io_req *r = d->s.req[ix];
+	struct wslot *w = &d->ws[ix];
+	uint32_t got = d->s.got[ix];
+	uint64_t off = r->offset + got;
+
+	memset(&w->ov, 0, sizeof(w->ov));
+	w->ix = ix;
+	w->ov.Offset = (DWORD)off;
+	w->ov.OffsetHigh = (DWORD)(off >> 32);
+	if (ReadFile(d->file, (char *)r->buf + got, r->len - got, NULL, &w->ov) ||
+	    (*err = GetLastError()) == ERROR_IO_PENDING) {
+		d->inflight++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Too many reads outstanding for the system right now: try again after a reap. */
+static int win_no_room(DWORD e)
+{
+	return e == ERROR_INVALID_USER_BUFFER || e == ERROR_NOT_ENOUGH_MEMORY ||
+	       e == ERROR_NOT_ENOUGH_QUOTA;
+}
+
+/* ReadFile one by one: no batch call exists. */
+uint32_t strata_dio_start_(struct dio *d, const uint32_t *ix, uint32_t n)
+{
+	uint32_t i;
+	DWORD e = 0;
+
+	for (i = 0; i < n; i++) {
+		if (win_issue(d, ix[i], &e))
+			continue;
+		if (win_no_room(e))
+			break;
+		ioc_finish(&d->s, ix[i], e == ERROR_HANDLE_EOF ? 0 : win_errno(e));
+	}
+	return i;
+}
+
+int strata_dio_restart_(struct dio *d, uint32_t ix)
+{
+	DWORD e = 0;
+
+	if (win_issue(d, ix, &e))
+		return 0;
+	return e == ERROR_HANDLE_EOF ? 1 : win_errno(e);
+}
+
+/* GetQueuedCompletionStatusEx returns once one packet is there: the caller loops for more. */
+int strata_dio_wait_(struct dio *d, uint32_t need, uint64_t left)
+{
+	ULONG got = 0, i;
+	DWORD ms = !need ? 0 : left == UINT64_MAX ? INFINITE
+			      : left > 0xfffffff0u ? 0xfffffff0u : (DWORD)left;
+	ULONG max = d->inflight < EV_BATCH ? d->inflight : EV_BATCH;
+
+	if (!GetQueuedCompletionStatusEx(d->port, d->ents, max, &got, ms, FALSE)) {
+		DWORD e = GetLastError();
+
+		return e == WAIT_TIMEOUT ? 0 : win_errno(e);
+	}
+	for (i = 0; i < got; i++) {
+		struct wslot *w = (struct wslot *)d->ents[i].lpOverlapped;
+		DWORD n = 0;
+		int32_t res;
+
+		d->inflight--;
+		if (GetOverlappedResult(d->file, &w->ov, &n, FALSE))
+			res = (int32_t)n;
+		else
+			res = GetLastError() == ERROR_HANDLE_EOF ? 0 : win_errno(GetLastError());
+		strata_dio_finish_or_resume_(d, w->ix, res);
+	}
+	return (int)got;
+}
+
+void strata_dio_drain_(struct dio *d)
+{
+	if (d->inflight)
+		CancelIoEx(d->file, NULL); /* queued reads end with ERROR_OPERATION_ABORTED */
+	while (d->inflight) {
+		ULONG got = 0, i;
+
+		if (!GetQueuedCompletionStatusEx(d->port, d->ents, EV_BATCH, &got, INFINITE, FALSE))
+			break;
+		for (i = 0; i < got; i++) {
+			struct wslot *w = (struct wslot *)d->ents[i].lpOverlapped;
+
+			d->inflight--;
+			ioc_finish(&d->s, w->ix, -ECANCELED);
+		}
+	}
+}
+
+void strata_dio_close_files_(struct dio *d)
+{
+	if (d->port)
+		CloseHandle(d->port);
+	if (d->file && d->file != INVALID_HANDLE_VALUE)
+		CloseHandle(d->file);
+	free(d->ws);
+}
+
+int strata_dio_probe_(const struct strata_host *host)
+{
+	(void)host;
+	return DIRECT_SCORE; /* completion ports exist on every supported Windows */
+}
+#endif /* _WIN32 */
