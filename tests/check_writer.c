@@ -1,0 +1,740 @@
+/*
+ * check_writer.c - the model writer (tools/model_writer.c, strata-writer):
+ * written models have llama.cpp's tensor names, shapes and metadata and
+ * exactly strata_quantize()'s bytes, load and run; the same seed gives the
+ * same file; the Q4_K_M mix is llama.cpp's; broken MoE models written with
+ * the GGUF writer are refused at load with one clear error (issue 4's bad
+ * input); bad command lines exit 2 with a one-line message.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "testutil.h"
+
+#include "cpu/kernels.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_write.h"
+#include "model/model.h"
+#include "util/log.h"
+
+/* ---- helpers ---- */
+
+static char g_log[16384];
+static int g_log_lines;
+
+static void sink(void *user, int level, const char *line)
+{
+	size_t n = strlen(g_log);
+
+	(void)user;
+	if (level != STRATA_LOG_LVL_ERROR)
+		return;
+	g_log_lines++;
+	snprintf(g_log + n, sizeof(g_log) - n, "%s\n", line);
+}
+
+static void capture(void)
+{
+	g_log[0] = 0;
+	g_log_lines = 0;
+	strata_log_set_sink(sink, NULL);
+}
+
+static void release(void)
+{
+	strata_log_set_sink(NULL, NULL);
+}
+
+static char g_dir[2048];
+
+/* A fresh directory for this test (tu_tmpdir's buffer is reused by each call). */
+static const char *fresh_dir(void)
+{
+	const char *d = tu_tmpdir();
+
+	ck_assert_ptr_nonnull(d);
+	snprintf(g_dir, sizeof(g_dir), "%s", d);
+	return g_dir;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void remove_dir(void)
+{
+	nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The type of `name` in strata-writer --dry-run output, "" when absent. */
+static const char *plan_type(const char *out, const char *name)
+{
+	static char ty[16];
+	size_t n = strlen(name);
+
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ' && sscanf(p + n, "%15s", ty) == 1)
+			return ty;
+	return "";
+}
+
+static const char *writer_bin(void)
+{
+	static char path[4096];
+	char bin[4096];
+
+	snprintf(bin, sizeof(bin), "%s", STRATA_BIN);
+	snprintf(path, sizeof(path), "%s/strata-writer", dirname(bin));
+	return path;
+}
+
+static char g_out[65536];
+
+/* Run strata-writer with args; exit status, output in g_out. */
+static int writer(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int writer(const char *fmt, ...)
+{
+	char args[2048], cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s %s", writer_bin(), args);
+	return tu_run(cmd, g_out, sizeof(g_out));
+}
+
+static int quantiser_exists(uint32_t type)
+{
+	float zeros[256] = { 0 };
+	uint8_t buf[1024];
+
+	if (type == STRATA_TYPE_F32 || type == STRATA_TYPE_F16 || type == STRATA_TYPE_BF16)
+		return 1;
+	return strata_quantize(type, zeros, buf, strata_type_block(type)) != -ENOTSUP;
+}
+
+static int n_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static const char *fmt_value(const struct strata_gguf *g, const char *key)
+{
+	static char buf[512];
+	int64_t i = strata_gguf_find_key(g, key);
+
+	ck_assert_msg(i >= 0, "key %s missing", key);
+	strata_gguf_format_value(g, i, buf, sizeof(buf));
+	return buf;
+}
+
+static uint32_t u32_of(const struct strata_gguf *g, const char *key)
+{
+	uint32_t v = 0;
+
+	ck_assert_msg(strata_gguf_get_u32(g, key, &v) == 0, "key %s", key);
+	return v;
+}
+
+/* ---- models written by strata-writer ---- */
+
+static const char *const g_arch[] = { "llama", "qwen3moe", "glm4moe" };
+
+static void write_model(const char *path, const char *arch, const char *extra)
+{
+	int rc = writer("--arch %s --out %s %s", arch, path, extra);
+
+	ck_assert_msg(rc == 0, "strata-writer failed (%d): %s", rc, g_out);
+	ck_assert_ptr_nonnull(strstr(g_out, "wrote"));
+}
+
+/* Metadata of a default-shaped model. */
+static void check_meta(const struct strata_gguf *g, const char *arch, const char *seed)
+{
+	char key[128], name[64];
+	struct strata_str s;
+
+	ck_assert_int_eq(strata_gguf_get_str(g, "general.architecture", &s), 0);
+	ck_assert(strata_str_eq(s, arch));
+	snprintf(name, sizeof(name), "synthetic-%s-s%s", arch, seed);
+	ck_assert_int_eq(strata_gguf_get_str(g, "general.name", &s), 0);
+	ck_assert(strata_str_eq(s, name));
+	ck_assert_uint_eq(u32_of(g, "general.alignment"), 32);
+	ck_assert_uint_eq(u32_of(g, "general.quantization_version"), 2);
+#define K(s) (snprintf(key, sizeof(key), "%s." s, arch), key)
+	ck_assert_uint_eq(u32_of(g, K("embedding_length")), 64);
+	ck_assert_uint_eq(u32_of(g, K("block_count")), strcmp(arch, "glm4moe") ? 3 : 4);
+	ck_assert_uint_eq(u32_of(g, K("attention.head_count")), 4);
+	ck_assert_uint_eq(u32_of(g, K("attention.head_count_kv")), 2);
+	ck_assert_uint_eq(u32_of(g, K("attention.key_length")), 16);
+	ck_assert_uint_eq(u32_of(g, K("rope.dimension_count")), strcmp(arch, "glm4moe") ? 16 : 8);
+	ck_assert_uint_eq(u32_of(g, K("context_length")), 4096);
+	ck_assert_str_eq(fmt_value(g, K("rope.freq_base")), "10000");
+	ck_assert_str_eq(fmt_value(g, K("attention.layer_norm_rms_epsilon")), "1e-05");
+	if (strcmp(arch, "llama")) {
+		ck_assert_uint_eq(u32_of(g, K("expert_count")), 8);
+		ck_assert_uint_eq(u32_of(g, K("expert_used_count")), 2);
+		ck_assert_uint_eq(u32_of(g, K("expert_feed_forward_length")), 32);
+	}
+	if (!strcmp(arch, "glm4moe")) {
+		ck_assert_uint_eq(u32_of(g, K("leading_dense_block_count")), 1);
+		ck_assert_uint_eq(u32_of(g, K("nextn_predict_layers")), 1);
+		ck_assert_uint_eq(u32_of(g, K("expert_gating_func")), 2);
+		ck_assert_str_eq(fmt_value(g, K("expert_weights_norm")), "true");
+	}
+#undef K
+	ck_assert_int_eq(strata_gguf_get_str(g, "tokenizer.ggml.model", &s), 0);
+	ck_assert(strata_str_eq(s, "llama"));
+	ck_assert_str_eq(fmt_value(g, "tokenizer.ggml.tokens"),
+			 "[\"<unk>\", \"<s>\", \"</s>\", \"<0x00>\", \"<0x01>\", \"<0x02>\", "
+			 "... +506 more]");
+}
+
+/* Value statistics: weights ~N(0, 1/fan_in), norms near 1. */
+static void check_values(const struct strata_gguf *g)
+{
+	for (int64_t i = 0; i < strata_gguf_n_tensors(g); i++) {
+		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+		const float *x = t->data;
+		int64_t n = (int64_t)(t->size / 4);
+		double sum = 0, sq = 0, mean, sd;
+		char name[80];
+
+		snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.s);
+		ck_assert_uint_eq(t->type, STRATA_TYPE_F32);
+		for (int64_t k = 0; k < n; k++) {
+			ck_assert(isfinite(x[k]));
+			sum += x[k];
+			sq += (double)x[k] * x[k];
+		}
+		mean = sum / n;
+		sd = sqrt(sq / n - mean * mean);
+		if (strstr(name, "norm.weight")) {
+			ck_assert_msg(fabs(mean - 1) < 0.1 && sd > 0.03 && sd < 0.2, "%s", name);
+		} else if (!strstr(name, ".bias") && n >= 2048) {
+			double want = 1 / sqrt((double)t->ne[0]);
+
+			ck_assert_msg(fabs(mean) < 0.1 * want && fabs(sd / want - 1) < 0.1,
+				      "%s: mean %g sd %g, want sd %g", name, mean, sd, want);
+		}
+	}
+}
+
+/* Same names, types and shapes, in the same order. */
+static void same_table(const struct strata_gguf *a, const struct strata_gguf *b)
+{
+	ck_assert_int_eq(strata_gguf_n_tensors(a), strata_gguf_n_tensors(b));
+	for (int64_t i = 0; i < strata_gguf_n_tensors(a); i++) {
+		const struct strata_gguf_tensor *x = strata_gguf_tensor(a, i);
+		const struct strata_gguf_tensor *y = strata_gguf_tensor(b, i);
+
+		ck_assert(x->name.len == y->name.len && !memcmp(x->name.s, y->name.s, x->name.len));
+		ck_assert_uint_eq(x->type, y->type);
+		ck_assert_uint_eq(x->n_dims, y->n_dims);
+		for (int d = 0; d < 4; d++)
+			ck_assert_int_eq(x->ne[d], y->ne[d]);
+	}
+}
+
+/* strata_model_load + a few tokens of strata_forward: finite logits. */
+static void run_model(const char *path)
+{
+	const int32_t toks[] = { 1, 10, 100, 300, 511 };
+	struct strata_model *m;
+	struct strata_seq *s;
+	struct strata_pool *pool;
+	float *logits;
+	int rc = strata_model_load(path, &m);
+
+	ck_assert_msg(rc == 0, "load %s: %d", path, rc);
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	ck_assert_int_eq(strata_seq_create(m, 64, 8, &s), 0);
+	logits = malloc(5 * sizeof(float) * m->hp.n_vocab);
+	ck_assert_int_eq(strata_forward(s, pool, toks, 5, logits, 1), 0);
+	ck_assert_int_eq(strata_forward(s, pool, toks + 2, 1, logits, 0), 0);
+	ck_assert_int_eq(strata_forward(s, pool, toks, 5, logits, 1), 0);
+	for (size_t i = 0; i < 5 * (size_t)m->hp.n_vocab; i++)
+		ck_assert_msg(isfinite(logits[i]), "%s: logit %zu is %g", path, i, logits[i]);
+	ck_assert_uint_eq(strata_seq_pos(s), 11);
+	free(logits);
+	strata_seq_free(s);
+	strata_pool_free(pool);
+	strata_model_free(m);
+}
+
+START_TEST(test_model_f32)
+{
+	const char *arch = g_arch[_i];
+	char path[4096], ref[128];
+	const char *shared;
+	struct strata_gguf *g, *r;
+
+	snprintf(path, sizeof(path), "%s/%s.gguf", fresh_dir(), arch);
+	write_model(path, arch, "--seed 5");
+	ck_assert_int_eq(strata_gguf_open(path, &g), 0);
+	check_meta(g, arch, "5");
+	ck_assert_uint_eq(u32_of(g, "general.file_type"), 0);
+	check_values(g);
+	ck_assert_int_eq(strata_gguf_n_tensors(g), _i == 0 ? 30 : _i == 1 ? 39 : 70);
+	/* Our default shape is that of ../shared's llama.cpp-checked syn models. */
+	snprintf(ref, sizeof(ref), "models/syn-%s-f32.gguf", arch);
+	if ((shared = tu_shared(ref))) {
+		ck_assert_int_eq(strata_gguf_open(shared, &r), 0);
+		same_table(g, r);
+		strata_gguf_close(r);
+	} else {
+		printf("note: ../shared/%s absent, tensor table checked by count only\n", ref);
+	}
+	strata_gguf_close(g);
+	run_model(path);
+	remove_dir();
+}
+END_TEST
+
+static const uint32_t g_qtypes[] = {
+	STRATA_TYPE_F16, STRATA_TYPE_BF16, STRATA_TYPE_Q8_0, STRATA_TYPE_Q4_0, STRATA_TYPE_Q4_1,
+	STRATA_TYPE_Q5_0, STRATA_TYPE_Q5_1, STRATA_TYPE_IQ4_NL, STRATA_TYPE_Q2_K,
+	STRATA_TYPE_Q3_K, STRATA_TYPE_Q4_K, STRATA_TYPE_Q5_K, STRATA_TYPE_Q6_K,
+	STRATA_TYPE_IQ2_XS, STRATA_TYPE_IQ2_S, STRATA_TYPE_IQ3_XXS, STRATA_TYPE_IQ3_S,
+	STRATA_TYPE_IQ1_M,
+};
+
+/* Every matrix holds exactly strata_quantize() of the F32 model's rows. */
+static void check_quantised(const struct strata_gguf *f, const struct strata_gguf *q,
+			    uint32_t type)
+{
+	uint8_t *row = malloc(1 << 16);
+
+	ck_assert_int_eq(strata_gguf_n_tensors(q), strata_gguf_n_tensors(f));
+	for (int64_t i = 0; i < strata_gguf_n_tensors(f); i++) {
+		const struct strata_gguf_tensor *a = strata_gguf_tensor(f, i);
+		const struct strata_gguf_tensor *b = strata_gguf_tensor(q, i);
+		int matrix = a->n_dims > 1 && !memmem(a->name.s, a->name.len, "gate_inp", 8);
+		size_t rb = strata_type_row_bytes(b->type, a->ne[0]);
+
+		ck_assert(a->name.len == b->name.len && !memcmp(a->name.s, b->name.s, a->name.len));
+		ck_assert_uint_eq(a->n_dims, b->n_dims);
+		for (int d = 0; d < 4; d++)
+			ck_assert_int_eq(a->ne[d], b->ne[d]);
+
+		ck_assert_uint_eq(b->type, matrix ? type : STRATA_TYPE_F32);
+		for (int64_t r = 0; r < a->ne[1] * a->ne[2]; r++) {
+			const float *x = (const float *)a->data + r * a->ne[0];
+
+			if (type == STRATA_TYPE_F16 && matrix)
+				for (int64_t k = 0; k < a->ne[0]; k++)
+					((uint16_t *)row)[k] = strata_f32_to_fp16(x[k]);
+			else if (type == STRATA_TYPE_BF16 && matrix)
+				for (int64_t k = 0; k < a->ne[0]; k++)
+					((uint16_t *)row)[k] = strata_f32_to_bf16(x[k]);
+			else if (matrix)
+				ck_assert_int_eq(strata_quantize(type, x, row, a->ne[0]), (int64_t)rb);
+			else
+				memcpy(row, x, rb);
+			ck_assert_msg(!memcmp(row, (const uint8_t *)b->data + r * rb, rb),
+				      "%.*s row %lld", (int)a->name.len, a->name.s, (long long)r);
+		}
+	}
+	free(row);
+}
+
+START_TEST(test_model_types)
+{
+	/* 256-wide, so that every matrix row is whole blocks of every type. */
+	const char *extra = _i == 0 ? "--seed 9 --n-embd 256 --n-ff 256"
+				    : "--seed 9 --n-embd 256 --n-ff 256 --n-ff-exp 256 --n-expert 4";
+	const char *arch = g_arch[_i];
+	char f32[4096], path[4096];
+	struct strata_gguf *f, *q;
+	int tested = 0;
+
+	snprintf(f32, sizeof(f32), "%s/f32.gguf", fresh_dir());
+	write_model(f32, arch, extra);
+	ck_assert_int_eq(strata_gguf_open(f32, &f), 0);
+	for (size_t k = 0; k < sizeof(g_qtypes) / sizeof(g_qtypes[0]); k++) {
+		uint32_t t = g_qtypes[k];
+		char args[640];
+
+		if (!quantiser_exists(t)) {
+			printf("SKIP part: %s: strata_quantize has no %s quantiser yet\n", arch,
+			       strata_type_name(t));
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s.gguf", g_dir, strata_type_name(t));
+		snprintf(args, sizeof(args), "%s --type %s", extra, strata_type_name(t));
+		write_model(path, arch, args);
+		ck_assert_int_eq(strata_gguf_open(path, &q), 0);
+		check_quantised(f, q, t);
+		strata_gguf_close(q);
+		if (strata_type_supported(t))
+			run_model(path);
+		else
+			printf("note: %s: no %s kernels yet, load/forward not run\n", arch,
+			       strata_type_name(t));
+		tested++;
+	}
+	strata_gguf_close(f);
+	ck_assert_int_ge(tested, 3); /* F16, BF16 and Q8_0 at least */
+	remove_dir();
+}
+END_TEST
+
+static void *read_all(const char *path, size_t *n)
+{
+	void *p = tu_read_file(path, n);
+
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+START_TEST(test_deterministic)
+{
+	const char *dir = fresh_dir();
+	char a[4096], b[4096], c[4096];
+	size_t na, nb, nc;
+	void *pa, *pb, *pc;
+
+	snprintf(a, sizeof(a), "%s/a.gguf", dir);
+	snprintf(b, sizeof(b), "%s/b.gguf", dir);
+	snprintf(c, sizeof(c), "%s/c.gguf", dir);
+	write_model(a, "glm4moe", "--seed 3 --type Q8_0 --threads 1");
+	write_model(b, "glm4moe", "--seed 3 --type Q8_0 --threads 2");
+	write_model(c, "glm4moe", "--seed 4 --type Q8_0 --name synthetic-glm4moe-s3");
+	pa = read_all(a, &na);
+	pb = read_all(b, &nb);
+	pc = read_all(c, &nc);
+	ck_assert(na == nb && memcmp(pa, pb, na) == 0);
+	ck_assert_uint_eq(na, nc); /* same name, same shape: only the weights differ */
+	ck_assert(memcmp(pa, pc, na) != 0);
+	free(pa);
+	free(pb);
+	free(pc);
+	remove_dir();
+}
+END_TEST
+
+/* The Q4_K_M mix, from --dry-run (it needs no quantiser). */
+START_TEST(test_q4_k_m_mix)
+{
+	const char *ref = tu_shared("models/syn-qwen3moe-d256-q4_k_m.gguf");
+	int more[16] = { 0 };
+	struct strata_gguf *g;
+
+	/* perf/PEERS.md's bench model: use_more_bits picks layers 0,1,4,7,10,13,14,15. */
+	ck_assert_int_eq(writer("--preset bench-qwen3moe --type Q4_K_M --dry-run"), 0);
+	for (int i = 0; i < 16; i++) {
+		char name[96];
+		const char *ty;
+
+		snprintf(name, sizeof(name), "blk.%d.ffn_down_exps.weight", i);
+		ty = plan_type(g_out, name);
+		ck_assert(!strcmp(ty, "Q6_K") || !strcmp(ty, "Q4_K"));
+		more[i] = !strcmp(ty, "Q6_K");
+		snprintf(name, sizeof(name), "blk.%d.attn_v.weight", i);
+		ck_assert_str_eq(plan_type(g_out, name), more[i] ? "Q6_K" : "Q4_K");
+		snprintf(name, sizeof(name), "blk.%d.ffn_up_exps.weight", i);
+		ck_assert_str_eq(plan_type(g_out, name), "Q4_K");
+		snprintf(name, sizeof(name), "blk.%d.ffn_gate_inp.weight", i);
+		ck_assert_str_eq(plan_type(g_out, name), "F32");
+	}
+	for (int i = 0; i < 16; i++)
+		ck_assert_int_eq(more[i], i < 2 || i >= 14 || (i - 2) % 3 == 2);
+	ck_assert_str_eq(plan_type(g_out, "output.weight"), "Q6_K");
+	ck_assert_str_eq(plan_type(g_out, "token_embd.weight"), "Q4_K");
+	ck_assert_str_eq(plan_type(g_out, "output_norm.weight"), "F32");
+	ck_assert_ptr_nonnull(strstr(g_out, "total: qwen3moe Q4_K_M, 195 tensors, 1719176192 "
+					    "parameters"));
+	if (!ref) {
+		printf("note: ../shared q4_k_m model absent: mix checked on the bench shape only\n");
+		return;
+	}
+	/* llama.cpp's own Q4_K_M of the d256 shape (8 experts: its Q8_0/Q5_K rules). */
+	ck_assert_int_eq(writer("--arch qwen3moe --n-embd 256 --n-layer 2 --n-ff 128 "
+				"--n-ff-exp 256 --type Q4_K_M --dry-run"), 0);
+	ck_assert_int_eq(strata_gguf_open(ref, &g), 0);
+	for (int64_t i = 0; i < strata_gguf_n_tensors(g); i++) {
+		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+		char name[80];
+
+		snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.s);
+		ck_assert_str_eq(plan_type(g_out, name), strata_type_name(t->type));
+	}
+	strata_gguf_close(g);
+}
+END_TEST
+
+/*
+ * llama.cpp itself loads and runs what we write, through the peer benchmark
+ * (tools/peer: node-llama-cpp's prebuilt llama.cpp), where it is installed.
+ */
+START_TEST(test_llama_cpp_loads)
+{
+	static const struct { const char *arch, *args; uint32_t type, type2; } cases[] = {
+		{ "llama", "--type F16", STRATA_TYPE_F16, STRATA_TYPE_F16 },
+		{ "qwen3moe", "--type Q8_0", STRATA_TYPE_Q8_0, STRATA_TYPE_Q8_0 },
+		{ "glm4moe", "--type Q8_0", STRATA_TYPE_Q8_0, STRATA_TYPE_Q8_0 },
+		{ "qwen3moe", "--n-embd 256 --n-ff-exp 256 --n-expert 4 --type Q4_K_M", STRATA_TYPE_Q4_K,
+		  STRATA_TYPE_Q6_K },
+	};
+	char peer[4096], path[4096], cmd[8192];
+	struct stat st;
+
+	snprintf(peer, sizeof(peer), "%s/tools/peer/node_modules/node-llama-cpp", STRATA_SRC);
+	if (stat(peer, &st) != 0 || tu_run("node --version", NULL, 0) != 0) {
+		printf("SKIP part: llama.cpp peer (node + tools/peer/node_modules) not installed\n");
+		return;
+	}
+	fresh_dir();
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		if (!quantiser_exists(cases[k].type) || !quantiser_exists(cases[k].type2)) {
+			printf("SKIP part: llama.cpp check of %s %s: no quantiser yet\n",
+			       cases[k].arch, cases[k].args);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/m%zu.gguf", g_dir, k);
+		write_model(path, cases[k].arch, cases[k].args);
+		snprintf(cmd, sizeof(cmd), "node %s/tools/peer/bench.mjs -m %s -t 1 -p 4 -n 2 -r 1",
+			 STRATA_SRC, path);
+		ck_assert_msg(tu_run(cmd, g_out, sizeof(g_out)) == 0 && strstr(g_out, "| tg2"),
+			      "llama.cpp refused %s %s: %s", cases[k].arch, cases[k].args, g_out);
+	}
+	remove_dir();
+}
+END_TEST
+
+/* ---- bad input at load (issue 4) ---- */
+
+struct mutation {
+	const char *key;       /* set this u32 key ... */
+	uint32_t value;        /* ... to this */
+	const char *tensor;    /* redeclare this tensor ... */
+	uint32_t type, n_dims; /* ... as type and shape, with its bytes cut or padded */
+	int64_t ne[4];
+};
+
+/* Copy model src to dst through the writer, broken as m says. */
+static void rewrite(const char *src, const char *dst, const struct mutation *m)
+{
+	struct strata_gguf_writer *w;
+	struct strata_gguf *g;
+
+	ck_assert_int_eq(strata_gguf_open(src, &g), 0);
+	ck_assert_int_eq(strata_gguf_writer_open(dst, &w), 0);
+	for (int64_t i = 0; i < strata_gguf_n_kv(g); i++)
+		ck_assert_int_eq(strata_gguf_writer_copy_kv(w, g, i), 0);
+	if (m->key)
+		ck_assert_int_eq(strata_gguf_writer_set_u32(w, m->key, m->value), 0);
+	for (int64_t i = 0; i < strata_gguf_n_tensors(g); i++) {
+		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+		char name[80];
+
+		snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.s);
+		if (m->tensor && !strcmp(name, m->tensor))
+			ck_assert_int_ge(strata_gguf_writer_add_tensor_raw(w, name, m->type,
+						m->n_dims, m->ne, t->size / 2), 0);
+		else
+			ck_assert_int_ge(strata_gguf_writer_add_tensor(w, name, t->type,
+						t->n_dims, t->ne), 0);
+	}
+	for (int64_t i = 0; i < strata_gguf_n_tensors(g); i++) {
+		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+		int cut = m->tensor && strata_str_eq(t->name, m->tensor);
+
+		ck_assert_int_eq(strata_gguf_writer_write(w, t->data, cut ? t->size / 2 : t->size),
+				 0);
+	}
+	ck_assert_int_eq(strata_gguf_writer_commit(w), 0);
+	strata_gguf_writer_close(w);
+	strata_gguf_close(g);
+}
+
+/* strata_model_load refuses dst with rc and exactly one error containing `what`. */
+static void refused(const char *path, int rc, const char *what, const char *what2)
+{
+	struct strata_model *m = NULL;
+	int got;
+
+	capture();
+	got = strata_model_load(path, &m);
+	release();
+	ck_assert_ptr_null(m);
+	ck_assert_msg(got == rc, "load returned %d, expected %d: %s", got, rc, g_log);
+	ck_assert_msg(g_log_lines == 1, "%d error lines: %s", g_log_lines, g_log);
+	ck_assert_msg(strstr(g_log, what) && strstr(g_log, what2) && strstr(g_log, path),
+		      "message lacks '%s'/'%s': %s", what, what2, g_log);
+}
+
+START_TEST(test_bad_moe)
+{
+	const char *arch = g_arch[1 + _i]; /* qwen3moe, glm4moe */
+	char good[4096], bad[4096], key[96];
+	struct mutation m;
+
+	snprintf(good, sizeof(good), "%s/good.gguf", fresh_dir());
+	snprintf(bad, sizeof(bad), "%s/bad.gguf", g_dir);
+	write_model(good, arch, "");
+
+	/* An expert tensor with 4 experts where the metadata says 8. */
+	m = (struct mutation){ .tensor = "blk.1.ffn_up_exps.weight", .type = STRATA_TYPE_F32,
+			       .n_dims = 3, .ne = { 64, 32, 4, 1 } };
+	rewrite(good, bad, &m);
+	refused(bad, -EINVAL, "'blk.1.ffn_up_exps.weight' has shape [64, 32, 4, 1]",
+		"expected [64, 32, 8]");
+
+	/* Metadata whose expert width disagrees with every expert tensor. */
+	snprintf(key, sizeof(key), "%s.expert_feed_forward_length", arch);
+	m = (struct mutation){ .key = key, .value = 48 };
+	rewrite(good, bad, &m);
+	refused(bad, -EINVAL, "ffn_gate_exps.weight' has shape [64, 32, 8, 1]",
+		"expected [64, 48, 8]");
+
+	/* More experts per token than there are experts. */
+	snprintf(key, sizeof(key), "%s.expert_used_count", arch);
+	m = (struct mutation){ .key = key, .value = 9 };
+	rewrite(good, bad, &m);
+	refused(bad, -EINVAL, "expert_used_count 9 exceeds expert_count 8", "");
+
+	/* A K-quant on expert rows of 32 values: not whole 256-blocks. */
+	m = (struct mutation){ .tensor = "blk.1.ffn_down_exps.weight", .type = STRATA_TYPE_Q4_K,
+			       .n_dims = 3, .ne = { 32, 64, 8, 1 } };
+	rewrite(good, bad, &m);
+	refused(bad, -EINVAL, "tensor 'blk.1.ffn_down_exps.weight'",
+		"row length 32, not a multiple of the Q4_K block size 256");
+
+	/* A Q8_0 embedding with rows of 48 values (1.5 blocks). */
+	m = (struct mutation){ .tensor = "token_embd.weight", .type = STRATA_TYPE_Q8_0,
+			       .n_dims = 2, .ne = { 48, 512, 1, 1 } };
+	rewrite(good, bad, &m);
+	refused(bad, -EINVAL, "tensor 'token_embd.weight'",
+		"row length 48, not a multiple of the Q8_0 block size 32");
+	remove_dir();
+}
+END_TEST
+
+/* ---- command-line errors ---- */
+
+START_TEST(test_cli_errors)
+{
+	const char *dir = fresh_dir();
+	static const struct { const char *args, *msg; } cases[] = {
+		{ "--arch qwen3moe --out /nonexistent-strata-dir/m.gguf",
+		  "cannot write /nonexistent-strata-dir/m.gguf: No such file" },
+		{ "--arch qwen3moe --out @DIR", "Is a directory" },
+		{ "--arch qwen3moe --n-embd abc --out @OUT", "--n-embd: 'abc' is not an integer" },
+		{ "--arch qwen3moe --n-embd 0 --out @OUT", "--n-embd: '0' is not an integer" },
+		{ "--arch qwen3moe --n-layer 12x --out @OUT", "--n-layer: '12x'" },
+		{ "--arch qwen3moe --seed -1 --out @OUT", "--seed: '-1'" },
+		{ "--arch qwen3moe --rope-base -5 --out @OUT", "--rope-base: '-5'" },
+		{ "--arch qwen3moe --n-expert 8 --n-expert-used 9 --out @OUT",
+		  "--n-expert-used 9 exceeds --n-expert 8" },
+		{ "--arch qwen3moe --type Q9_9 --out @OUT", "--type: 'Q9_9' is not a weight type" },
+		{ "--arch qwen3moe --type Q8_K --out @OUT", "--type: 'Q8_K' is not a weight type" },
+		{ "--arch gpt5 --out @OUT", "unknown architecture 'gpt5'" },
+		{ "--out @OUT", "--arch llama|qwen3moe|glm4moe (or --preset) is required" },
+		{ "--arch llama", "--out FILE is required" },
+		{ "--arch llama --bogus --out @OUT", "unknown option" },
+		{ "--arch llama --n-expert 4 --out @OUT", "--n-expert applies to qwen3moe and glm4moe" },
+		{ "--arch qwen3moe --nextn 1 --out @OUT", "--nextn applies to glm4moe only" },
+		{ "--arch glm4moe --n-layer 3 --nextn 3 --out @OUT", "leaves no main layer" },
+		{ "--arch qwen3moe --n-head 4 --n-head-kv 3 --out @OUT", "not a multiple" },
+		{ "--arch qwen3moe --n-rot 15 --out @OUT", "--n-rot 15 must be even" },
+		{ "--arch qwen3moe --n-embd 48 --type Q8_0 --out @OUT",
+		  "rows of 48 values cannot be stored as Q8_0" },
+		{ "--arch qwen3moe --n-vocab 100 --out @OUT", "--n-vocab 100 is too small" },
+		{ "--arch qwen3moe --vocab /nonexistent-vocab.gguf --out @OUT",
+		  "/nonexistent-vocab.gguf" },
+		{ "--preset bench-llama --out @OUT", "unknown preset 'bench-llama'" },
+		{ "--preset bench-qwen3moe --arch llama --out @OUT", "is a qwen3moe model" },
+		{ "--arch qwen3moe --out @OUT extra", "unexpected argument 'extra'" },
+	};
+	char out[4096];
+
+	snprintf(out, sizeof(out), "%s/m.gguf", dir);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char args[1024], *at;
+		int rc;
+
+		snprintf(args, sizeof(args), "%s", cases[k].args);
+		if ((at = strstr(args, "@OUT")) || (at = strstr(args, "@DIR"))) {
+			char rest[1024];
+
+			snprintf(rest, sizeof(rest), "%s", at + 4);
+			snprintf(at, sizeof(args) - (size_t)(at - args), "%s%s",
+				 at[1] == 'O' ? out : dir, rest);
+		}
+		rc = writer("%s", args);
+		ck_assert_msg(rc == 2, "'%s': exit %d, expected 2: %s", args, rc, g_out);
+		ck_assert_msg(strstr(g_out, "error") && strstr(g_out, cases[k].msg),
+			      "'%s': message lacks '%s': %s", args, cases[k].msg, g_out);
+		ck_assert_msg(strchr(g_out, '\n') == g_out + strlen(g_out) - 1,
+			      "'%s': not one line: %s", args, g_out);
+		ck_assert_int_eq(n_entries(dir), 0); /* nothing written, no temporary */
+	}
+	ck_assert_int_eq(writer("--help"), 0);
+	ck_assert_ptr_nonnull(strstr(g_out, "usage: strata-writer"));
+	/* A type without a quantiser yet is an error at run time, before any file. */
+	for (size_t k = 0; k < sizeof(g_qtypes) / sizeof(g_qtypes[0]); k++) {
+		if (quantiser_exists(g_qtypes[k]))
+			continue;
+		ck_assert_int_eq(writer("--arch llama --n-embd 256 --type %s --out %s",
+					strata_type_name(g_qtypes[k]), out), 1);
+		ck_assert_ptr_nonnull(strstr(g_out, "quantiser yet"));
+		ck_assert_int_eq(n_entries(dir), 0);
+		break;
+	}
+	remove_dir();
+}
+END_TEST
+
+static Suite *writer_suite(void)
+{
+	Suite *s = suite_create("writer");
+	TCase *tc = tcase_create("models");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_model_f32, 0, 3);
+	tcase_add_loop_test(tc, test_model_types, 0, 3);
+	tcase_add_test(tc, test_deterministic);
+	tcase_add_test(tc, test_q4_k_m_mix);
+	tcase_add_test(tc, test_llama_cpp_loads);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bad_input");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_bad_moe, 0, 2);
+	tcase_add_test(tc, test_cli_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(writer_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0;
+}

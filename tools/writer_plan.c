@@ -1,0 +1,563 @@
+/*
+ * writer_plan.c - strata-writer's configuration, tensor plan and metadata
+ * (see writer_plan.h).  Names, shapes and keys are llama.cpp's for each
+ * architecture; the Q4_K_M mix follows llama.cpp's llama_tensor_get_type().
+ */
+#include "writer_plan.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cpu/types.h"
+#include "util/log.h"
+
+/* ---- configuration ---- */
+
+static const char *const g_int_flag[W_N_INT] = {
+	[W_VOCAB] = "n-vocab", [W_EMBD] = "n-embd", [W_LAYER] = "n-layer",
+	[W_HEAD] = "n-head", [W_HEAD_KV] = "n-head-kv", [W_HEAD_DIM] = "head-dim",
+	[W_ROT] = "n-rot", [W_FF] = "n-ff", [W_CTX] = "ctx", [W_EXPERT] = "n-expert",
+	[W_EXPERT_USED] = "n-expert-used", [W_FF_EXP] = "n-ff-exp",
+	[W_SHARED] = "n-shared-exp", [W_DENSE] = "n-dense-lead", [W_NEXTN] = "nextn",
+};
+
+/* llama.cpp's llama_ftype for a file of mostly `type`. */
+static const struct {
+	uint32_t type;
+	uint32_t ftype;
+} g_ftypes[] = {
+	{ STRATA_TYPE_F32, 0 }, { STRATA_TYPE_F16, 1 }, { STRATA_TYPE_Q4_0, 2 },
+	{ STRATA_TYPE_Q4_1, 3 }, { STRATA_TYPE_Q8_0, 7 }, { STRATA_TYPE_Q5_0, 8 },
+	{ STRATA_TYPE_Q5_1, 9 }, { STRATA_TYPE_Q2_K, 10 }, { STRATA_TYPE_Q3_K, 11 },
+	{ STRATA_TYPE_Q4_K, 14 }, { STRATA_TYPE_Q5_K, 16 }, { STRATA_TYPE_Q6_K, 18 },
+	{ STRATA_TYPE_IQ2_XXS, 19 }, { STRATA_TYPE_IQ2_XS, 20 }, { STRATA_TYPE_IQ3_XXS, 23 },
+	{ STRATA_TYPE_IQ1_S, 24 }, { STRATA_TYPE_IQ4_NL, 25 }, { STRATA_TYPE_IQ3_S, 26 },
+	{ STRATA_TYPE_IQ2_S, 28 }, { STRATA_TYPE_IQ4_XS, 30 }, { STRATA_TYPE_IQ1_M, 31 },
+	{ STRATA_TYPE_BF16, 32 },
+};
+
+#define LLAMA_FTYPE_MOSTLY_Q4_K_M 15
+
+static int parse_type(struct wcfg *c, const char *s)
+{
+	int t;
+
+	c->type_label = s;
+	if (strcasecmp(s, "Q4_K_M") == 0) {
+		c->type = STRATA_TYPE_Q4_K;
+		c->mix_q4_k_m = 1;
+		c->type_label = "Q4_K_M";
+		c->file_type = LLAMA_FTYPE_MOSTLY_Q4_K_M;
+		return 0;
+	}
+	t = strata_type_from_name(s);
+	for (size_t i = 0; t >= 0 && i < sizeof(g_ftypes) / sizeof(g_ftypes[0]); i++)
+		if (g_ftypes[i].type == (uint32_t)t) {
+			c->type = (uint32_t)t;
+			c->type_label = strata_type_name((uint32_t)t);
+			c->file_type = g_ftypes[i].ftype;
+			return 0;
+		}
+	strata_error("--type: '%s' is not a weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
+		     "Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S, "
+		     "IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, IQ4_XS, Q4_K_M)", s);
+	return -EINVAL;
+}
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	strata_logv(STRATA_LOG_LVL_ERROR, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* Flags that do not apply to the architecture are refused, not ignored. */
+static int check_arch_flags(const struct wcfg *c)
+{
+	static const int moe_only[] = { W_EXPERT, W_EXPERT_USED, W_FF_EXP };
+	static const int glm_only[] = { W_SHARED, W_DENSE, W_NEXTN };
+
+	for (size_t i = 0; c->arch == WA_LLAMA && i < 3; i++)
+		if (c->iv[moe_only[i]] >= 0)
+			return bad("--%s applies to qwen3moe and glm4moe, not llama",
+				   g_int_flag[moe_only[i]]);
+	for (size_t i = 0; c->arch != WA_GLM4MOE && i < 3; i++)
+		if (c->iv[glm_only[i]] >= 0)
+			return bad("--%s applies to glm4moe only", g_int_flag[glm_only[i]]);
+	if (c->arch != WA_GLM4MOE && c->exp_scale != 0.0f)
+		return bad("--exp-scale applies to glm4moe only");
+	return 0;
+}
+
+static void def(struct wcfg *c, int w, int64_t v)
+{
+	if (c->iv[w] < 0)
+		c->iv[w] = v;
+}
+
+static int check_shape(const struct wcfg *c)
+{
+	const int64_t *v = c->iv;
+
+	if (v[W_HEAD_KV] > v[W_HEAD] || v[W_HEAD] % v[W_HEAD_KV])
+		return bad("--n-head %" PRId64 " is not a multiple of --n-head-kv %" PRId64,
+			   v[W_HEAD], v[W_HEAD_KV]);
+	if (v[W_ROT] % 2 || v[W_ROT] > v[W_HEAD_DIM])
+		return bad("--n-rot %" PRId64 " must be even and at most the head size %" PRId64,
+			   v[W_ROT], v[W_HEAD_DIM]);
+	if (!c->vocab_file && c->iv[W_VOCAB] < 259)
+		return bad("--n-vocab %" PRId64 " is too small for the synthetic vocab (3 "
+			   "special and 256 byte tokens)", v[W_VOCAB]);
+	if (c->arch == WA_LLAMA)
+		return 0;
+	if (v[W_EXPERT_USED] > v[W_EXPERT])
+		return bad("--n-expert-used %" PRId64 " exceeds --n-expert %" PRId64,
+			   v[W_EXPERT_USED], v[W_EXPERT]);
+	if (c->arch == WA_GLM4MOE && v[W_NEXTN] >= v[W_LAYER])
+		return bad("--nextn %" PRId64 " leaves no main layer of --n-layer %" PRId64
+			   " (the nextn layers are counted in n_layer)", v[W_NEXTN], v[W_LAYER]);
+	if (c->arch == WA_GLM4MOE && v[W_DENSE] > v[W_LAYER])
+		return bad("--n-dense-lead %" PRId64 " exceeds --n-layer %" PRId64, v[W_DENSE],
+			   v[W_LAYER]);
+	return 0;
+}
+
+int strata_writer_resolve(struct wcfg *c, const char *type_name)
+{
+	static const struct { const char *name; enum warch arch; } archs[] = {
+		{ "llama", WA_LLAMA }, { "qwen3moe", WA_QWEN3MOE }, { "glm4moe", WA_GLM4MOE },
+	};
+	int64_t *v = c->iv;
+	int rc;
+
+	if (!c->arch_name)
+		return bad("--arch llama|qwen3moe|glm4moe (or --preset) is required");
+	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+		if (strcmp(c->arch_name, archs[i].name) == 0)
+			c->arch = archs[i].arch;
+	if (!c->arch)
+		return bad("--arch: unknown architecture '%s' (llama, qwen3moe, glm4moe)",
+			   c->arch_name);
+	if ((rc = check_arch_flags(c)) || (rc = parse_type(c, type_name)))
+		return rc;
+	def(c, W_VOCAB, 512);
+	def(c, W_EMBD, 64);
+	def(c, W_LAYER, c->arch == WA_GLM4MOE ? 4 : 3);
+	def(c, W_HEAD, 4);
+	def(c, W_HEAD_KV, v[W_HEAD] % 2 ? v[W_HEAD] : v[W_HEAD] / 2);
+	if (v[W_HEAD_DIM] < 0 && v[W_EMBD] % v[W_HEAD])
+		return bad("--n-embd %" PRId64 " is not a multiple of --n-head %" PRId64
+			   ": give --head-dim", v[W_EMBD], v[W_HEAD]);
+	def(c, W_HEAD_DIM, v[W_EMBD] / v[W_HEAD]);
+	/* GLM-4.5 rotates half of each head (partial_rotary_factor 0.5). */
+	def(c, W_ROT, c->arch == WA_GLM4MOE ? v[W_HEAD_DIM] / 2 / 2 * 2 : v[W_HEAD_DIM]);
+	def(c, W_FF, 2 * v[W_EMBD]);
+	def(c, W_CTX, 4096);
+	if (c->arch != WA_LLAMA) {
+		def(c, W_EXPERT, 8);
+		def(c, W_EXPERT_USED, v[W_EXPERT] < 2 ? v[W_EXPERT] : 2);
+		def(c, W_FF_EXP, v[W_EMBD] / 2 ? v[W_EMBD] / 2 : 1);
+	}
+	if (c->arch == WA_GLM4MOE) {
+		def(c, W_SHARED, 1);
+		def(c, W_DENSE, 1);
+		def(c, W_NEXTN, 1);
+	}
+	for (int w = 0; w < W_N_INT; w++)
+		def(c, w, 0);
+	if (c->rope_base == 0.0f)
+		c->rope_base = 10000.0f;
+	if (c->rms_eps == 0.0f)
+		c->rms_eps = 1e-5f;
+	if (c->exp_scale == 0.0f)
+		c->exp_scale = 1.0f;
+	if (!c->name) {
+		snprintf(c->name_buf, sizeof(c->name_buf), "synthetic-%s-s%" PRIu64, c->arch_name,
+			 c->seed);
+		c->name = c->name_buf;
+	}
+	return check_shape(c);
+}
+
+int strata_writer_vocab_open(const char *path, struct wcfg *c, struct strata_gguf **out)
+{
+	struct strata_gguf *g;
+	enum strata_gguf_vtype et;
+	uint64_t n = 0;
+	int64_t i;
+	int rc;
+
+	*out = NULL;
+	if ((rc = strata_gguf_open(path, &g)))
+		return rc;
+	i = strata_gguf_find_key(g, "tokenizer.ggml.tokens");
+	if (i < 0 || strata_gguf_kv_arr(g, i, &et, &n, NULL) || et != STRATA_GGUF_STRING ||
+	    n == 0 || n > (1u << 24)) {
+		strata_error("--vocab %s: no usable tokenizer.ggml.tokens string array; not a "
+			     "vocab file", path);
+		strata_gguf_close(g);
+		return -EINVAL;
+	}
+	if (c->iv[W_VOCAB] >= 0 && (uint64_t)c->iv[W_VOCAB] != n) {
+		strata_error("--n-vocab %" PRId64 " disagrees with the %" PRIu64 " tokens of %s",
+			     c->iv[W_VOCAB], n, path);
+		strata_gguf_close(g);
+		return -EINVAL;
+	}
+	c->iv[W_VOCAB] = (int64_t)n;
+	c->vocab_file = 1;
+	*out = g;
+	return 0;
+}
+
+/* ---- the tensor plan ---- */
+
+static int use_more_bits(int64_t i, int64_t n)
+{
+	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* llama.cpp's Q4_K_M choice for a matrix (before the block-size fallback). */
+static uint32_t q4_k_m_type(const struct wcfg *c, const struct wtensor *t)
+{
+	int64_t n_layer = c->iv[W_LAYER];
+	int eight = c->iv[W_EXPERT] == 8; /* llama.cpp's Mixtral-era rule */
+
+	if (strcmp(t->name, "output.weight") == 0)
+		return t->ne[0] % 256 ? STRATA_TYPE_Q8_0 : STRATA_TYPE_Q6_K;
+	if (strstr(t->name, "attn_v.weight"))
+		return eight ? STRATA_TYPE_Q8_0
+			     : use_more_bits(t->layer, n_layer) ? STRATA_TYPE_Q6_K : STRATA_TYPE_Q4_K;
+	if (strstr(t->name, "attn_k.weight") && eight)
+		return STRATA_TYPE_Q8_0;
+	if (strstr(t->name, "ffn_down"))
+		return use_more_bits(t->layer, n_layer) ? STRATA_TYPE_Q6_K : STRATA_TYPE_Q4_K;
+	if (strstr(t->name, "attn_output.weight") && eight)
+		return STRATA_TYPE_Q5_K;
+	return STRATA_TYPE_Q4_K;
+}
+
+/* llama.cpp's substitute when a row is not a whole number of 256-blocks. */
+static uint32_t fallback_type(uint32_t t)
+{
+	switch (t) {
+	case STRATA_TYPE_Q4_K: return STRATA_TYPE_Q5_0;
+	case STRATA_TYPE_Q5_K: return STRATA_TYPE_Q5_1;
+	case STRATA_TYPE_Q6_K: return STRATA_TYPE_Q8_0;
+	case STRATA_TYPE_Q2_K: case STRATA_TYPE_Q3_K: case STRATA_TYPE_IQ2_XXS:
+	case STRATA_TYPE_IQ2_XS: case STRATA_TYPE_IQ2_S: case STRATA_TYPE_IQ3_XXS:
+	case STRATA_TYPE_IQ3_S: case STRATA_TYPE_IQ1_S: case STRATA_TYPE_IQ1_M:
+	case STRATA_TYPE_IQ4_XS:
+		return STRATA_TYPE_IQ4_NL;
+	default: return t;
+	}
+}
+
+static int choose_type(const struct wcfg *c, struct wplan *p, struct wtensor *t)
+{
+	uint32_t ty;
+
+	/* Like llama.cpp's quantiser: vectors and the router stay F32. */
+	if (t->n_dims == 1 || t->kind != K_WEIGHT) {
+		t->type = STRATA_TYPE_F32;
+		return 0;
+	}
+	ty = c->mix_q4_k_m ? q4_k_m_type(c, t) : c->type;
+	if (t->ne[0] % strata_type_block(ty) && fallback_type(ty) != ty) {
+		ty = fallback_type(ty);
+		if (p->n_fallback++ == 0)
+			p->first_fallback = (size_t)(t - p->t);
+	}
+	if (t->ne[0] % strata_type_block(ty))
+		return bad("tensor '%s': rows of %" PRId64 " values cannot be stored as %s "
+			   "(blocks of %u): choose sizes that are multiples of it", t->name,
+			   t->ne[0], strata_type_name(ty), strata_type_block(ty));
+	t->type = ty;
+	return 0;
+}
+
+static int add(const struct wcfg *c, struct wplan *p, enum wkind kind, int layer,
+	       int64_t ne0, int64_t ne1, int64_t ne2, const char *fmt, ...)
+	__attribute__((format(printf, 8, 9)));
+static int add(const struct wcfg *c, struct wplan *p, enum wkind kind, int layer,
+	       int64_t ne0, int64_t ne1, int64_t ne2, const char *fmt, ...)
+{
+	struct wtensor *t;
+	char name[sizeof(t->name)];
+	int64_t count;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	/* The flags' bounds keep each factor small, but not their product. */
+	if (__builtin_mul_overflow(ne0, ne1, &count) ||
+	    __builtin_mul_overflow(count, ne2, &count) || count > (INT64_C(1) << 46))
+		return bad("tensor '%s' would have %" PRId64 " x %" PRId64 " x %" PRId64
+			   " values: too large", name, ne0, ne1, ne2);
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 64;
+		struct wtensor *q = realloc(p->t, cap * sizeof(*q));
+
+		if (!q) {
+			strata_error("out of memory for the tensor plan");
+			return -ENOMEM;
+		}
+		p->t = q;
+		p->cap = cap;
+	}
+	t = &p->t[p->n++];
+	memset(t, 0, sizeof(*t));
+	memcpy(t->name, name, sizeof(name));
+	t->kind = kind;
+	t->layer = layer;
+	t->ne[0] = ne0;
+	t->ne[1] = ne1;
+	t->ne[2] = ne2;
+	t->ne[3] = 1;
+	/* Expert stacks stay 3-D and matrices 2-D even when a dimension is 1. */
+	t->n_dims = ne2 > 1 || strstr(name, "_exps.") ? 3
+		  : ne1 > 1 || kind == K_WEIGHT || kind == K_ROUTER ? 2 : 1;
+	p->n_params += (uint64_t)(ne0 * ne1 * ne2);
+	return choose_type(c, p, t);
+}
+
+#define W(i, ne0, ne1, s) add(c, p, K_WEIGHT, i, ne0, ne1, 1, "blk.%d." s, i)
+#define V(k, i, ne0, s) add(c, p, k, i, ne0, 1, 1, "blk.%d." s, i)
+
+static int plan_attention(const struct wcfg *c, struct wplan *p, int i)
+{
+	const int64_t *v = c->iv;
+	int64_t e = v[W_EMBD], q = v[W_HEAD] * v[W_HEAD_DIM], kv = v[W_HEAD_KV] * v[W_HEAD_DIM];
+	int rc;
+
+	if ((rc = V(K_NORM, i, e, "attn_norm.weight")) || (rc = W(i, e, q, "attn_q.weight")) ||
+	    (rc = W(i, e, kv, "attn_k.weight")) || (rc = W(i, e, kv, "attn_v.weight")) ||
+	    (rc = W(i, q, e, "attn_output.weight")))
+		return rc;
+	if (c->arch == WA_GLM4MOE &&
+	    ((rc = V(K_BIAS, i, q, "attn_q.bias")) || (rc = V(K_BIAS, i, kv, "attn_k.bias")) ||
+	     (rc = V(K_BIAS, i, kv, "attn_v.bias"))))
+		return rc;
+	if (c->arch == WA_QWEN3MOE &&
+	    ((rc = V(K_NORM, i, v[W_HEAD_DIM], "attn_q_norm.weight")) ||
+	     (rc = V(K_NORM, i, v[W_HEAD_DIM], "attn_k_norm.weight"))))
+		return rc;
+	return add(c, p, K_NORM, i, e, 1, 1, "blk.%d.%s", i,
+		   c->arch == WA_GLM4MOE ? "post_attention_norm.weight" : "ffn_norm.weight");
+}
+
+static int plan_ffn(const struct wcfg *c, struct wplan *p, int i)
+{
+	const int64_t *v = c->iv;
+	int64_t e = v[W_EMBD], f = v[W_FF], fe = v[W_FF_EXP], x = v[W_EXPERT];
+	int64_t fs = v[W_FF_EXP] * v[W_SHARED];
+	int rc;
+
+	if (c->arch == WA_LLAMA || (c->arch == WA_GLM4MOE && i < v[W_DENSE]))
+		return (rc = W(i, e, f, "ffn_gate.weight")) || (rc = W(i, e, f, "ffn_up.weight")) ||
+		       (rc = W(i, f, e, "ffn_down.weight")) ? rc : 0;
+	if ((rc = add(c, p, K_ROUTER, i, e, x, 1, "blk.%d.ffn_gate_inp.weight", i)) ||
+	    (rc = add(c, p, K_WEIGHT, i, e, fe, x, "blk.%d.ffn_gate_exps.weight", i)) ||
+	    (rc = add(c, p, K_WEIGHT, i, e, fe, x, "blk.%d.ffn_up_exps.weight", i)) ||
+	    (rc = add(c, p, K_WEIGHT, i, fe, e, x, "blk.%d.ffn_down_exps.weight", i)))
+		return rc;
+	if (c->arch != WA_GLM4MOE)
+		return 0;
+	return (rc = V(K_PROBS_B, i, x, "exp_probs_b.bias")) ||
+	       (rc = W(i, e, fs, "ffn_gate_shexp.weight")) ||
+	       (rc = W(i, e, fs, "ffn_up_shexp.weight")) ||
+	       (rc = W(i, fs, e, "ffn_down_shexp.weight")) ? rc : 0;
+}
+
+int strata_writer_plan(const struct wcfg *c, struct wplan *p)
+{
+	int64_t e = c->iv[W_EMBD], n_vocab = c->iv[W_VOCAB], n_layer = c->iv[W_LAYER];
+	int rc;
+
+	p->n = 0;
+	p->n_params = 0;
+	p->n_fallback = 0;
+	if ((rc = add(c, p, K_WEIGHT, -1, e, n_vocab, 1, "token_embd.weight")) ||
+	    (rc = add(c, p, K_NORM, -1, e, 1, 1, "output_norm.weight")) ||
+	    (rc = add(c, p, K_WEIGHT, -1, e, n_vocab, 1, "output.weight")))
+		return rc;
+	for (int i = 0; i < n_layer; i++) {
+		if ((rc = plan_attention(c, p, i)) || (rc = plan_ffn(c, p, i)))
+			return rc;
+		if (c->arch != WA_GLM4MOE || i < n_layer - c->iv[W_NEXTN])
+			continue;
+		/* glm4moe's multi-token-prediction layers, kept for MTP. */
+		if ((rc = W(i, 2 * e, e, "nextn.eh_proj.weight")) ||
+		    (rc = V(K_NORM, i, e, "nextn.enorm.weight")) ||
+		    (rc = V(K_NORM, i, e, "nextn.hnorm.weight")) ||
+		    (rc = V(K_NORM, i, e, "nextn.shared_head_norm.weight")))
+			return rc;
+	}
+	return 0;
+}
+#undef W
+#undef V
+
+void strata_writer_plan_free(struct wplan *p)
+{
+	free(p->t);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- metadata ---- */
+
+/*
+ * The k-th ordinary piece of the synthetic vocab: "▁", then letter strings
+ * by length, each bare and with the word-start mark, so every piece's prefix
+ * is a piece too and SentencePiece merges can reach them all.
+ */
+static int synth_piece(uint64_t k, char *out)
+{
+	static const char alpha[] = "etaoinshrdlcumwfgypbvkjxqz";
+	uint64_t span = 26;
+	int len = 1, n = 0;
+
+	if (k == 0)
+		return sprintf(out, "\xe2\x96\x81");
+	for (k--; k >= 2 * span; k -= 2 * span, span *= 26)
+		len++;
+	if (k >= span) {
+		n = sprintf(out, "\xe2\x96\x81");
+		k -= span;
+	}
+	for (int i = len - 1; i >= 0; i--, k /= 26)
+		out[n + i] = alpha[k % 26];
+	out[n + len] = 0;
+	return n + len;
+}
+
+static int synth_vocab(struct strata_gguf_writer *w, uint32_t n)
+{
+	char (*text)[16] = malloc((size_t)n * sizeof(*text));
+	const char **tok = malloc((size_t)n * sizeof(*tok));
+	float *score = malloc((size_t)n * sizeof(*score));
+	int32_t *type = malloc((size_t)n * sizeof(*type));
+	int rc = -ENOMEM;
+
+	if (!text || !tok || !score || !type) {
+		strata_error("out of memory for a vocab of %u tokens", n);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		tok[i] = text[i];
+		score[i] = 0.0f;
+		if (i < 3) {
+			strcpy(text[i], i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
+			type[i] = i == 0 ? 2 : 3; /* UNKNOWN, CONTROL */
+		} else if (i < 259) {
+			snprintf(text[i], sizeof(text[i]), "<0x%02X>", i - 3);
+			type[i] = 6; /* BYTE */
+		} else {
+			synth_piece(i - 259, text[i]);
+			score[i] = -(float)(i - 259);
+			type[i] = 1; /* NORMAL */
+		}
+	}
+	if ((rc = strata_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama")) ||
+	    (rc = strata_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", n, tok, NULL)) ||
+	    (rc = strata_gguf_writer_set_arr(w, "tokenizer.ggml.scores", STRATA_GGUF_F32, n,
+					     score)) ||
+	    (rc = strata_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", STRATA_GGUF_I32, n,
+					     type)) ||
+	    (rc = strata_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1)) ||
+	    (rc = strata_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2)))
+		goto out;
+	rc = strata_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+out:
+	free(text);
+	free(tok);
+	free(score);
+	free(type);
+	return rc;
+}
+
+static int copy_vocab(struct strata_gguf_writer *w, const struct strata_gguf *vocab)
+{
+	int rc = 0;
+
+	for (int64_t i = 0; !rc && i < strata_gguf_n_kv(vocab); i++) {
+		struct strata_str key = strata_gguf_key(vocab, i);
+
+		if (key.len > 10 && memcmp(key.s, "tokenizer.", 10) == 0)
+			rc = strata_gguf_writer_copy_kv(w, vocab, i);
+	}
+	return rc;
+}
+
+/* The architecture's key `s` in the caller's buffer key[cap]. */
+#define K(s) (snprintf(key, cap, "%s." s, c->arch_name), key)
+
+static int meta_moe(struct strata_gguf_writer *w, const struct wcfg *c, char *key, size_t cap)
+{
+	const int64_t *v = c->iv;
+	int rc;
+
+	if ((rc = strata_gguf_writer_set_u32(w, K("expert_count"), (uint32_t)v[W_EXPERT])) ||
+	    (rc = strata_gguf_writer_set_u32(w, K("expert_used_count"),
+					     (uint32_t)v[W_EXPERT_USED])) ||
+	    (rc = strata_gguf_writer_set_u32(w, K("expert_feed_forward_length"),
+					     (uint32_t)v[W_FF_EXP])))
+		return rc;
+	if (c->arch != WA_GLM4MOE)
+		return 0;
+	if ((rc = strata_gguf_writer_set_u32(w, K("expert_shared_count"),
+					     (uint32_t)v[W_SHARED])) ||
+	    (rc = strata_gguf_writer_set_u32(w, K("leading_dense_block_count"),
+					     (uint32_t)v[W_DENSE])) ||
+	    (rc = strata_gguf_writer_set_f32(w, K("expert_weights_scale"), c->exp_scale)) ||
+	    (rc = strata_gguf_writer_set_bool(w, K("expert_weights_norm"), 1)) ||
+	    (rc = strata_gguf_writer_set_u32(w, K("expert_gating_func"), 2 /* sigmoid */)))
+		return rc;
+	return strata_gguf_writer_set_u32(w, K("nextn_predict_layers"), (uint32_t)v[W_NEXTN]);
+}
+
+int strata_writer_meta(struct strata_gguf_writer *w, const struct wcfg *c,
+		       const struct strata_gguf *vocab)
+{
+	static const struct { const char *suffix; int w; } u32s[] = {
+		{ "context_length", W_CTX }, { "embedding_length", W_EMBD },
+		{ "block_count", W_LAYER }, { "feed_forward_length", W_FF },
+		{ "attention.head_count", W_HEAD }, { "attention.head_count_kv", W_HEAD_KV },
+		{ "attention.key_length", W_HEAD_DIM }, { "attention.value_length", W_HEAD_DIM },
+		{ "rope.dimension_count", W_ROT }, { "vocab_size", W_VOCAB },
+	};
+	char key[128];
+	const size_t cap = sizeof(key);
+	int rc;
+
+	if ((rc = strata_gguf_writer_set_str(w, "general.architecture", c->arch_name)) ||
+	    (rc = strata_gguf_writer_set_str(w, "general.name", c->name)) ||
+	    (rc = strata_gguf_writer_set_u32(w, "general.alignment", 32)))
+		return rc;
+	for (size_t i = 0; i < sizeof(u32s) / sizeof(u32s[0]); i++) {
+		snprintf(key, sizeof(key), "%s.%s", c->arch_name, u32s[i].suffix);
+		if ((rc = strata_gguf_writer_set_u32(w, key, (uint32_t)c->iv[u32s[i].w])))
+			return rc;
+	}
+	if ((rc = strata_gguf_writer_set_f32(w, K("rope.freq_base"), c->rope_base)) ||
+	    (rc = strata_gguf_writer_set_f32(w, K("attention.layer_norm_rms_epsilon"),
+					     c->rms_eps)))
+		return rc;
+#undef K
+	if (c->arch != WA_LLAMA && (rc = meta_moe(w, c, key, sizeof(key))))
+		return rc;
+	if ((rc = strata_gguf_writer_set_u32(w, "general.file_type", c->file_type)) ||
+	    (rc = strata_gguf_writer_set_u32(w, "general.quantization_version", 2)))
+		return rc;
+	return vocab ? copy_vocab(w, vocab) : synth_vocab(w, (uint32_t)c->iv[W_VOCAB]);
+}
