@@ -59,7 +59,8 @@ void strata_dequant(uint32_t type, const void *src, float *dst, int64_t n);
  * nearest with the type's scale search; no importance matrix).  Returns the
  * bytes written, -ENOTSUP for a type without a quantiser here, or -EINVAL
  * when n is not a multiple of the block.  Thread-safe; does not depend on
- * the SIMD level.
+ * the SIMD level.  The i-quants (IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_M) have
+ * none: their codebook search needs an importance matrix (-ENOTSUP).
  */
 int64_t strata_quantize(uint32_t type, const float *src, void *dst, int64_t n);
 

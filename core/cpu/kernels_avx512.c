@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "quants.h"
+#include "quants_iq.h"
 
 #if defined(STRATA_KERN_X86)
 #include <immintrin.h>
@@ -472,12 +474,42 @@ const struct strata_kern_level strata_kern_avx512 = {
 	.name = "avx512",
 	.act = {
 		[STRATA_ACT_Q8_0] = { q8_row_bytes, q8_quantize, q8_peek },
+		[STRATA_ACT_Q8_K] = { strata_q8k_row_bytes,
+				      strata_q8k_quantize_avx512, strata_q8k_peek },
+		[STRATA_ACT_Q8_1] = { strata_q8_1_row_bytes, strata_q8_1_quantize,
+				      strata_q8_1_peek },
 	},
 	.type = {
 		[STRATA_TYPE_F32] = { STRATA_ACT_F32, mm_f32, NULL },
 		[STRATA_TYPE_F16] = { STRATA_ACT_F32, mm_f16, f16_to_float },
 		[STRATA_TYPE_BF16] = { STRATA_ACT_F32, mm_bf16, bf16_to_float },
 		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, mm_q8_0, q8_0_to_float },
+		[STRATA_TYPE_Q4_0] = { STRATA_ACT_Q8_0, strata_q4_0_mm_avx512,
+				      strata_q4_0_to_float_avx512 },
+		[STRATA_TYPE_Q5_0] = { STRATA_ACT_Q8_0, strata_q5_0_mm_avx512,
+				      strata_q5_0_to_float_avx512 },
+		[STRATA_TYPE_IQ4_NL] = { STRATA_ACT_Q8_0, strata_iq4_nl_mm_avx512,
+				      strata_iq4_nl_to_float_avx512 },
+		[STRATA_TYPE_Q2_K] = { STRATA_ACT_Q8_K, strata_q2_k_mm_avx512,
+				      NULL },
+		[STRATA_TYPE_Q3_K] = { STRATA_ACT_Q8_K, strata_q3_k_mm_avx512,
+				      NULL },
+		[STRATA_TYPE_Q4_K] = { STRATA_ACT_Q8_K, strata_q4_k_mm_avx512,
+				      NULL },
+		[STRATA_TYPE_Q5_K] = { STRATA_ACT_Q8_K, strata_q5_k_mm_avx512,
+				      NULL },
+		[STRATA_TYPE_Q6_K] = { STRATA_ACT_Q8_K, strata_q6_k_mm_avx512,
+				      NULL },
+		[STRATA_TYPE_IQ2_XS] = { STRATA_ACT_Q8_K,
+					 strata_iq2_xs_mm_avx512, NULL },
+		[STRATA_TYPE_IQ2_S] = { STRATA_ACT_Q8_K,
+					strata_iq2_s_mm_avx512, NULL },
+		[STRATA_TYPE_IQ3_XXS] = { STRATA_ACT_Q8_K,
+					  strata_iq3_xxs_mm_avx512, NULL },
+		[STRATA_TYPE_IQ3_S] = { STRATA_ACT_Q8_K,
+					strata_iq3_s_mm_avx512, NULL },
+		[STRATA_TYPE_IQ1_M] = { STRATA_ACT_Q8_K,
+					strata_iq1_m_mm_avx512, NULL },
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "quants.h"
+#include "quants_iq.h"
 
 /* ---- activation formats ---------------------------------------------------- */
 
@@ -252,6 +254,10 @@ const struct strata_kern_level strata_kern_scalar = {
 	.name = "scalar",
 	.act = {
 		[STRATA_ACT_Q8_0] = { q8_row_bytes, q8_quantize, q8_peek },
+		[STRATA_ACT_Q8_K] = { strata_q8k_row_bytes, strata_q8k_quantize,
+				      strata_q8k_peek },
+		[STRATA_ACT_Q8_1] = { strata_q8_1_row_bytes, strata_q8_1_quantize,
+				      strata_q8_1_peek },
 	},
 	.type = {
 		[STRATA_TYPE_F32] = { STRATA_ACT_F32, mm_f32, f32_to_float,
@@ -262,6 +268,36 @@ const struct strata_kern_level strata_kern_scalar = {
 				       bf16_from_float },
 		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, mm_q8_0, q8_0_to_float,
 				       q8_0_from_float },
+		[STRATA_TYPE_Q4_0] = { STRATA_ACT_Q8_0, strata_q4_0_mm,
+			strata_q4_0_to_float, strata_q4_0_from_float },
+		[STRATA_TYPE_Q4_1] = { STRATA_ACT_Q8_1, strata_q4_1_mm,
+			strata_q4_1_to_float, strata_q4_1_from_float },
+		[STRATA_TYPE_Q5_0] = { STRATA_ACT_Q8_0, strata_q5_0_mm,
+			strata_q5_0_to_float, strata_q5_0_from_float },
+		[STRATA_TYPE_Q5_1] = { STRATA_ACT_Q8_1, strata_q5_1_mm,
+			strata_q5_1_to_float, strata_q5_1_from_float },
+		[STRATA_TYPE_IQ4_NL] = { STRATA_ACT_Q8_0, strata_iq4_nl_mm,
+			strata_iq4_nl_to_float, strata_iq4_nl_from_float },
+		[STRATA_TYPE_Q2_K] = { STRATA_ACT_Q8_K, strata_q2_k_mm,
+			strata_q2_k_to_float, strata_q2_k_from_float },
+		[STRATA_TYPE_Q3_K] = { STRATA_ACT_Q8_K, strata_q3_k_mm,
+			strata_q3_k_to_float, strata_q3_k_from_float },
+		[STRATA_TYPE_Q4_K] = { STRATA_ACT_Q8_K, strata_q4_k_mm,
+			strata_q4_k_to_float, strata_q4_k_from_float },
+		[STRATA_TYPE_Q5_K] = { STRATA_ACT_Q8_K, strata_q5_k_mm,
+			strata_q5_k_to_float, strata_q5_k_from_float },
+		[STRATA_TYPE_Q6_K] = { STRATA_ACT_Q8_K, strata_q6_k_mm,
+			strata_q6_k_to_float, strata_q6_k_from_float },
+		[STRATA_TYPE_IQ2_XS] = { STRATA_ACT_Q8_K, strata_iq2_xs_mm,
+					 strata_iq2_xs_to_float, NULL },
+		[STRATA_TYPE_IQ2_S] = { STRATA_ACT_Q8_K, strata_iq2_s_mm,
+					strata_iq2_s_to_float, NULL },
+		[STRATA_TYPE_IQ3_XXS] = { STRATA_ACT_Q8_K, strata_iq3_xxs_mm,
+					  strata_iq3_xxs_to_float, NULL },
+		[STRATA_TYPE_IQ3_S] = { STRATA_ACT_Q8_K, strata_iq3_s_mm,
+					strata_iq3_s_to_float, NULL },
+		[STRATA_TYPE_IQ1_M] = { STRATA_ACT_Q8_K, strata_iq1_m_mm,
+					strata_iq1_m_to_float, NULL },
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,

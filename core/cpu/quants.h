@@ -35,10 +35,10 @@ extern const int8_t strata_iq4nl_values[16];
 	void strata_##t##_to_float(const void *src, float *dst, int64_t n);  \
 	void strata_##t##_from_float(const float *src, void *dst, int64_t n); \
 	void strata_##t##_mm(const struct strata_mm_args *a);
-#define STRATA_DECL_SIMD(t, lv)                                              \
-	void strata_##t##_to_float_##lv(const void *src, float *dst,         \
-					int64_t n);                          \
+#define STRATA_DECL_MM(t, lv)                                                \
 	void strata_##t##_mm_##lv(const struct strata_mm_args *a);
+#define STRATA_DECL_TO_FLOAT(t, lv)                                          \
+	void strata_##t##_to_float_##lv(const void *src, float *dst, int64_t n);
 
 /* quants_legacy.c */
 STRATA_DECL_SCALAR(q4_0)
@@ -46,11 +46,38 @@ STRATA_DECL_SCALAR(q4_1)
 STRATA_DECL_SCALAR(q5_0)
 STRATA_DECL_SCALAR(q5_1)
 STRATA_DECL_SCALAR(iq4_nl)
+/* quants_legacy_avx512.c */
+STRATA_DECL_MM(q4_0, avx512)
+STRATA_DECL_MM(q5_0, avx512)
+STRATA_DECL_MM(iq4_nl, avx512)
+STRATA_DECL_TO_FLOAT(q4_0, avx512)
+STRATA_DECL_TO_FLOAT(q5_0, avx512)
+STRATA_DECL_TO_FLOAT(iq4_nl, avx512)
+/* quants_legacy_avx2.c */
+STRATA_DECL_MM(q4_0, avx2)
+STRATA_DECL_MM(q5_0, avx2)
+STRATA_DECL_MM(iq4_nl, avx2)
+STRATA_DECL_TO_FLOAT(q4_0, avx2)
+STRATA_DECL_TO_FLOAT(q5_0, avx2)
+STRATA_DECL_TO_FLOAT(iq4_nl, avx2)
 /* quants_k.c */
 STRATA_DECL_SCALAR(q2_k)
 STRATA_DECL_SCALAR(q3_k)
 STRATA_DECL_SCALAR(q4_k)
 STRATA_DECL_SCALAR(q5_k)
 STRATA_DECL_SCALAR(q6_k)
+/* quants_k_avx512.c */
+STRATA_DECL_MM(q2_k, avx512)
+STRATA_DECL_MM(q3_k, avx512)
+STRATA_DECL_MM(q4_k, avx512)
+STRATA_DECL_MM(q5_k, avx512)
+STRATA_DECL_MM(q6_k, avx512)
+void strata_q8k_quantize_avx512(const float *x, void *dst, int64_t k);
+/* quants_k_avx2.c */
+STRATA_DECL_MM(q2_k, avx2)
+STRATA_DECL_MM(q3_k, avx2)
+STRATA_DECL_MM(q4_k, avx2)
+STRATA_DECL_MM(q5_k, avx2)
+STRATA_DECL_MM(q6_k, avx2)
 
 #endif

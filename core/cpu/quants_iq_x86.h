@@ -1,0 +1,312 @@
+/*
+ * quants_iq_x86.h - private to quants_iq_avx2.c and quants_iq_avx512.c: the
+ * i-quant block decoders both x86 levels share (AVX2 intrinsics; the
+ * AVX-512 TU gets the same code with its wider flags, and uses mask
+ * registers for the signs).
+ *
+ * An i-quant block is too expensive to unpack once per token (codebook
+ * lookups, sign bits, scale nibbles), so the SIMD tile kernels unpack each
+ * weight block once into a `struct iq_dec` that every token then reads:
+ *   w    the 256 weights as signed integers (|w| <= 62),
+ *   sc   the integer scale of each pair of weights (the scale of its group
+ *        of 16), laid out to match vpmaddubsw's 16-bit pair sums: lanes
+ *        16 h .. 16 h + 15 belong to weights 32 h .. 32 h + 31,
+ *   corr -128 * sum(sc * w), which undoes the +128 that makes the signed
+ *        Q8_K activations unsigned for vpmaddubsw (u8 x s8),
+ *   d    the block's float scale including the type's power of two.
+ * So for activations q: sum(d * sc * w * q) = d * (sum(sc * w * (q + 128))
+ * + corr), every term exact in int32: |pair| <= 2 * 255 * 62 < 2^15 (no
+ * vpmaddubsw saturation) and |sum| <= 256 * 255 * 62 * 31 < 2^31.
+ */
+#ifndef STRATA_QUANTS_IQ_X86_H
+#define STRATA_QUANTS_IQ_X86_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "iq_tables.h"
+#include "quants_iq.h"
+
+#define IQ_AI static inline __attribute__((always_inline))
+
+struct iq_dec {
+	_Alignas(64) int8_t w[256];
+	int16_t sc[128];
+	int32_t corr;
+	float d;
+};
+
+enum iq_kind { IQ_2XS, IQ_2S, IQ_3XXS, IQ_3S, IQ_1M };
+
+static const size_t iq_block_bytes[] = {
+	[IQ_2XS] = STRATA_IQ2_XS_BYTES, [IQ_2S] = STRATA_IQ2_S_BYTES,
+	[IQ_3XXS] = STRATA_IQ3_XXS_BYTES, [IQ_3S] = STRATA_IQ3_S_BYTES,
+	[IQ_1M] = STRATA_IQ1_M_BYTES,
+};
+
+IQ_AI uint16_t iq_rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+IQ_AI uint32_t iq_rd32(const uint8_t *p)
+{
+	return (uint32_t)iq_rd16(p) | (uint32_t)iq_rd16(p + 2) << 16;
+}
+
+/* Eight 4-value grid entries (scalar loads: faster than vpgatherdd on
+ * the cores we measured, and no worse elsewhere). */
+IQ_AI __m256i iq_grid32(const uint32_t *grid, int i0, int i1, int i2, int i3,
+			int i4, int i5, int i6, int i7)
+{
+	return _mm256_setr_epi32((int)grid[i0], (int)grid[i1], (int)grid[i2],
+				 (int)grid[i3], (int)grid[i4], (int)grid[i5],
+				 (int)grid[i6], (int)grid[i7]);
+}
+
+/* Negate the bytes of g whose bit is set in m (bit i for byte i). */
+IQ_AI __m256i iq_signs(__m256i g, uint32_t m)
+{
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+	return _mm256_mask_sub_epi8(g, (__mmask32)m, _mm256_setzero_si256(), g);
+#else
+	const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
+					      1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+					      3, 3, 3, 3, 3, 3, 3, 3);
+	const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	__m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), shuf);
+
+	s = _mm256_cmpeq_epi8(_mm256_and_si256(s, bits), bits);
+	return _mm256_sub_epi8(_mm256_xor_si256(g, s), s);
+#endif
+}
+
+/* Two 4-bit scales per byte (IQ2_XS, IQ2_S): groups 2i, 2i+1 from byte i;
+ * returns the 16 group scales 2 s + 1 as bytes. */
+IQ_AI __m128i iq_nibble_scales(const uint8_t *p)
+{
+	const __m128i m4 = _mm_set1_epi8(0x0f);
+	__m128i b = _mm_loadl_epi64((const __m128i *)p);
+	__m128i s = _mm_unpacklo_epi8(_mm_and_si128(b, m4),
+				      _mm_and_si128(_mm_srli_epi16(b, 4), m4));
+
+	return _mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1));
+}
+
+/*
+ * Store the 32 weights of half h, their pair scales (from the group scales
+ * S, bytes), and add their share of the +128 correction to *cv.
+ */
+IQ_AI void iq_put(struct iq_dec *o, int h, __m256i w, __m128i S, __m256i *cv)
+{
+	const __m128i pick = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
+					   1, 1, 1, 1);
+	__m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+		S, _mm_add_epi8(pick, _mm_set1_epi8((char)(2 * h)))));
+
+	_mm256_store_si256((__m256i *)(o->w + 32 * h), w);
+	_mm256_storeu_si256((__m256i *)(o->sc + 16 * h), sc);
+	*cv = _mm256_add_epi32(*cv, _mm256_madd_epi16(
+		_mm256_maddubs_epi16(_mm256_set1_epi8((char)0x80), w), sc));
+}
+
+IQ_AI void iq_finish(struct iq_dec *o, __m256i cv, float d)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(cv),
+				  _mm256_extracti128_si256(cv, 1));
+
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+	o->corr = -_mm_cvtsi128_si32(s);
+	o->d = d;
+}
+
+/* The 16 group scales (2 s + 1, one per 16 weights) as bytes. */
+IQ_AI __m128i iq_scales(enum iq_kind kind, const uint8_t *p)
+{
+	uint8_t sb[16];
+
+	switch (kind) {
+	case IQ_2XS:
+		return iq_nibble_scales(p + 66);
+	case IQ_2S:
+		return iq_nibble_scales(p + 74);
+	case IQ_3XXS:
+		for (int h = 0; h < 8; h++)
+			sb[2 * h] = sb[2 * h + 1] = (uint8_t)(2 * (p[69 + 4 * h] >> 4) + 1);
+		break;
+	case IQ_3S:
+		for (int h = 0; h < 8; h++)
+			sb[2 * h] = sb[2 * h + 1] =
+				(uint8_t)(2 * ((p[106 + h / 2] >> (4 * (h & 1))) & 15) + 1);
+		break;
+	case IQ_1M:
+		for (int h = 0; h < 8; h++) {
+			uint16_t s = iq_rd16(p + 48 + 2 * (h / 2));
+			int sh = 6 * (h & 1);
+
+			sb[2 * h] = (uint8_t)(2 * ((s >> sh) & 7) + 1);
+			sb[2 * h + 1] = (uint8_t)(2 * ((s >> (sh + 3)) & 7) + 1);
+		}
+		break;
+	}
+	return _mm_loadu_si128((const __m128i *)sb);
+}
+
+/* The block's float scale times the type's power of two (quants_iq.h). */
+IQ_AI float iq_dscale(enum iq_kind kind, const uint8_t *p)
+{
+	const uint8_t *sc = p + 48;
+
+	switch (kind) {
+	case IQ_3XXS:
+		return strata_fp16_to_f32(iq_rd16(p)) * 0.25f;
+	case IQ_3S:
+		return strata_fp16_to_f32(iq_rd16(p));
+	case IQ_1M:
+		return strata_fp16_to_f32((uint16_t)((iq_rd16(sc) >> 12) |
+			((iq_rd16(sc + 2) >> 8) & 0x00f0) |
+			((iq_rd16(sc + 4) >> 4) & 0x0f00) |
+			(iq_rd16(sc + 6) & 0xf000))) * 0.125f;
+	default:
+		return strata_fp16_to_f32(iq_rd16(p)) * 0.125f;
+	}
+}
+
+/*
+ * Weights 32 h .. 32 h + 31 of a block: their magnitudes, with *m the
+ * bits of the negative ones.  IQ1_M has no sign bits: its weights
+ * 8 * grid +- 1 (the delta) come back signed, with *m = 0.
+ */
+IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h, uint32_t *m)
+{
+	const uint8_t *q;
+	int qh, h0, h1;
+	uint32_t a;
+	__m256i g, delta;
+
+	switch (kind) {
+	case IQ_2XS: {
+		uint16_t v0, v1, v2, v3;
+
+		q = p + 2 + 8 * h;
+		v0 = iq_rd16(q), v1 = iq_rd16(q + 2);
+		v2 = iq_rd16(q + 4), v3 = iq_rd16(q + 6);
+		*m = strata_ksigns_iq2xs[v0 >> 9] |
+		     (uint32_t)strata_ksigns_iq2xs[v1 >> 9] << 8 |
+		     (uint32_t)strata_ksigns_iq2xs[v2 >> 9] << 16 |
+		     (uint32_t)strata_ksigns_iq2xs[v3 >> 9] << 24;
+		return _mm256_setr_epi64x((long long)strata_iq2xs_grid[v0 & 511],
+					  (long long)strata_iq2xs_grid[v1 & 511],
+					  (long long)strata_iq2xs_grid[v2 & 511],
+					  (long long)strata_iq2xs_grid[v3 & 511]);
+	}
+	case IQ_2S:
+		q = p + 2 + 4 * h;
+		qh = p[66 + h];
+		*m = iq_rd32(p + 34 + 4 * h);
+		return _mm256_setr_epi64x(
+			(long long)strata_iq2s_grid[q[0] | (qh & 3) << 8],
+			(long long)strata_iq2s_grid[q[1] | (qh & 12) << 6],
+			(long long)strata_iq2s_grid[q[2] | (qh & 48) << 4],
+			(long long)strata_iq2s_grid[q[3] | (qh & 192) << 2]);
+	case IQ_3XXS:
+		q = p + 2 + 8 * h;
+		a = iq_rd32(p + 66 + 4 * h);
+		*m = strata_ksigns_iq2xs[a & 127] |
+		     (uint32_t)strata_ksigns_iq2xs[(a >> 7) & 127] << 8 |
+		     (uint32_t)strata_ksigns_iq2xs[(a >> 14) & 127] << 16 |
+		     (uint32_t)strata_ksigns_iq2xs[(a >> 21) & 127] << 24;
+		return iq_grid32(strata_iq3xxs_grid, q[0], q[1], q[2], q[3], q[4],
+				 q[5], q[6], q[7]);
+	case IQ_3S:
+		q = p + 2 + 8 * h;
+		qh = p[66 + h];
+		*m = iq_rd32(p + 74 + 4 * h);
+		return iq_grid32(strata_iq3s_grid, q[0] | (qh & 1) << 8,
+				 q[1] | (qh & 2) << 7, q[2] | (qh & 4) << 6,
+				 q[3] | (qh & 8) << 5, q[4] | (qh & 16) << 4,
+				 q[5] | (qh & 32) << 3, q[6] | (qh & 64) << 2,
+				 q[7] | (qh & 128) << 1);
+	case IQ_1M:
+		q = p + 4 * h;
+		h0 = p[32 + 2 * h], h1 = p[33 + 2 * h];
+		*m = 0;
+		g = _mm256_setr_epi64x(
+			(long long)strata_iq1s_grid[q[0] | (h0 & 7) << 8],
+			(long long)strata_iq1s_grid[q[1] | (h0 & 0x70) << 4],
+			(long long)strata_iq1s_grid[q[2] | (h1 & 7) << 8],
+			(long long)strata_iq1s_grid[q[3] | (h1 & 0x70) << 4]);
+		delta = _mm256_setr_epi64x(h0 & 0x08 ? -1ll : 0x0101010101010101ll,
+					   h0 & 0x80 ? -1ll : 0x0101010101010101ll,
+					   h1 & 0x08 ? -1ll : 0x0101010101010101ll,
+					   h1 & 0x80 ? -1ll : 0x0101010101010101ll);
+		g = _mm256_add_epi8(g, g);
+		g = _mm256_add_epi8(g, g);
+		g = _mm256_add_epi8(g, g);
+		return _mm256_add_epi8(g, delta);
+	}
+	return _mm256_setzero_si256();
+}
+
+/* Unpack one block for the tile kernels. */
+IQ_AI void iq_decode(enum iq_kind kind, const uint8_t *p, struct iq_dec *o)
+{
+	const __m128i S = iq_scales(kind, p);
+	__m256i cv = _mm256_setzero_si256();
+
+	for (int h = 0; h < 8; h++) {
+		uint32_t m;
+		__m256i g = iq_half(kind, p, h, &m);
+
+		iq_put(o, h, kind == IQ_1M ? g : iq_signs(g, m), S, &cv);
+	}
+	iq_finish(o, cv, iq_dscale(kind, p));
+}
+
+/*
+ * One row against one token (the decode GEMV), without the unpacked copy:
+ * the signs go onto the activations instead, so vpmaddubsw multiplies the
+ * unsigned magnitudes by signed activations and no +128 correction is
+ * needed.  Returns the row's dot product.
+ */
+IQ_AI float iq_dot_row(enum iq_kind kind, const uint8_t *w, const uint8_t *x,
+		       int64_t k)
+{
+	const int8_t *xq = STRATA_Q8K_QS(x);
+	const float *xd = STRATA_Q8K_D(x, k);
+	const size_t bytes = iq_block_bytes[kind];
+	const __m128i pick = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
+					   1, 1, 1, 1);
+	__m256 acc = _mm256_setzero_ps();
+	__m128 r;
+
+	for (int64_t b = 0; b < k / STRATA_QK_K; b++, w += bytes, xq += STRATA_QK_K) {
+		const __m128i S = iq_scales(kind, w);
+		__m256i s = _mm256_setzero_si256();
+
+		for (int h = 0; h < 8; h++) {
+			uint32_t m;
+			__m256i g = iq_half(kind, w, h, &m);
+			__m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
+			__m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+				S, _mm_add_epi8(pick, _mm_set1_epi8((char)(2 * h)))));
+			__m256i pr;
+
+			if (kind == IQ_1M)
+				pr = _mm256_maddubs_epi16(_mm256_sign_epi8(g, g),
+							  _mm256_sign_epi8(xv, g));
+			else
+				pr = _mm256_maddubs_epi16(g, iq_signs(xv, m));
+			s = _mm256_add_epi32(s, _mm256_madd_epi16(pr, sc));
+		}
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+				      _mm256_set1_ps(iq_dscale(kind, w) * xd[b]), acc);
+	}
+	r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+	r = _mm_add_ss(r, _mm_movehdup_ps(r));
+	return _mm_cvtss_f32(r);
+}
+
+#endif

@@ -1,0 +1,309 @@
+/*
+ * quants_k_avx2.c - K-quant kernels (Q2_K .. Q6_K x Q8_K) at the AVX2 level
+ * (AVX2 + FMA + F16C; runs only after strata_simd_detect() said so).
+ *
+ * The AVX-512 level's scheme (quants_k_avx512.c) in 256-bit vectors: a
+ * tile is one weight row against up to four tokens; each 32 values of a
+ * super-block are unpacked once into unsigned bytes (natural order) and an
+ * int16 scale per byte pair, then per token vpmaddubsw (u8 x s8 -> pairs,
+ * no saturation: |w| <= 63, |x| <= 127) and vpmaddwd with the scales give
+ * int32 partial dots, summed over the super-block.  Q3_K/Q6_K offsets and
+ * Q2/4/5_K mins go through the activations' 16-value sums.
+ */
+#include <string.h>
+
+#include "quants.h"
+
+#if defined(STRATA_KERN_X86)
+#include <immintrin.h>
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+#define NT_MAX 4
+#define QK STRATA_QK_K
+#define PF_DIST 1536
+
+enum ktype { K2, K3, K4, K5, K6 };
+
+/* Per super-block state of one row. */
+struct kblk {
+	const uint8_t *b;
+	__m256i sc;   /* scale source: bytes (K2/K4/K5) or int16 (K3/K6) */
+	__m256i corr; /* int16 per 16 values: offset x scale (K3, K6) */
+	__m256i mins; /* int16 min per 16 values (K2, K4, K5) */
+	__m256i hi;   /* the high-bit bytes (K3 hmask, K5 qh), both lanes */
+	float d, dmin;
+};
+
+static float ld_fp16(const uint8_t *p)
+{
+	uint16_t h;
+
+	memcpy(&h, p, 2);
+	return _cvtsh_ss(h);
+}
+
+static uint32_t ld32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Q4_K / Q5_K: bytes sc0..sc7, m0..m7 of the 12 packed bytes. */
+AI __m128i q4k_scales(const uint8_t *s)
+{
+	uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+
+	return _mm_setr_epi32((int)(a & 0x3f3f3f3f),
+			      (int)((c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030)),
+			      (int)(b & 0x3f3f3f3f),
+			      (int)(((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030)));
+}
+
+/* Q3_K: the sixteen 6-bit scales minus 32, as int8. */
+AI __m128i q3k_scales(const uint8_t *s)
+{
+	uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+
+	return _mm_sub_epi8(_mm_setr_epi32(
+		(int)((a & 0x0f0f0f0f) | ((c << 4) & 0x30303030)),
+		(int)((b & 0x0f0f0f0f) | ((c << 2) & 0x30303030)),
+		(int)(((a >> 4) & 0x0f0f0f0f) | (c & 0x30303030)),
+		(int)(((b >> 4) & 0x0f0f0f0f) | ((c >> 2) & 0x30303030))),
+		_mm_set1_epi8(32));
+}
+
+/* int16 lanes: [src byte i] x8 | [src byte j] x8 (src: the same 16 bytes in
+ * both lanes, zero-extended). */
+AI __m256i pick_u8(__m256i src, int i, int j)
+{
+	const __m256i ctl = _mm256_setr_epi8(
+		(char)i, -1, (char)i, -1, (char)i, -1, (char)i, -1,
+		(char)i, -1, (char)i, -1, (char)i, -1, (char)i, -1,
+		(char)j, -1, (char)j, -1, (char)j, -1, (char)j, -1,
+		(char)j, -1, (char)j, -1, (char)j, -1, (char)j, -1);
+
+	return _mm256_shuffle_epi8(src, ctl);
+}
+
+/* int16 lanes: [src16 element i] x8 | [element j] x8, i, j < 16, of int16
+ * source src16 (elements 0..7 in the low lane, 8..15 in the high one). */
+AI __m256i pick_i16(__m256i src16, int i, int j)
+{
+	const __m256i lo = _mm256_permute2x128_si256(src16, src16, i < 8 ? 0x00 : 0x11);
+	const __m256i hi = _mm256_permute2x128_si256(src16, src16, j < 8 ? 0x00 : 0x11);
+	const __m256i both = _mm256_blend_epi32(lo, hi, 0xf0);
+	const int a = 2 * (i % 8), c = 2 * (j % 8);
+	const __m256i ctl = _mm256_setr_epi8(
+		(char)a, (char)(a + 1), (char)a, (char)(a + 1), (char)a, (char)(a + 1),
+		(char)a, (char)(a + 1), (char)a, (char)(a + 1), (char)a, (char)(a + 1),
+		(char)a, (char)(a + 1), (char)a, (char)(a + 1),
+		(char)c, (char)(c + 1), (char)c, (char)(c + 1), (char)c, (char)(c + 1),
+		(char)c, (char)(c + 1), (char)c, (char)(c + 1), (char)c, (char)(c + 1),
+		(char)c, (char)(c + 1), (char)c, (char)(c + 1));
+
+	return _mm256_shuffle_epi8(both, ctl);
+}
+
+AI __m256i bcast128(__m128i v)
+{
+	return _mm256_broadcastsi128_si256(v);
+}
+
+AI void kblock(enum ktype T, const uint8_t *b, struct kblk *o)
+{
+	o->b = b;
+	o->corr = o->mins = o->hi = _mm256_setzero_si256();
+	o->dmin = 0.0f;
+	switch (T) {
+	case K2: {
+		__m128i s = _mm_loadu_si128((const __m128i *)b);
+
+		o->sc = bcast128(_mm_and_si128(s, _mm_set1_epi8(0x0f)));
+		o->mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4),
+							     _mm_set1_epi8(0x0f)));
+		o->d = ld_fp16(b + 80);
+		o->dmin = ld_fp16(b + 82);
+		break;
+	}
+	case K3:
+		o->sc = _mm256_cvtepi8_epi16(q3k_scales(b + 96));
+		o->corr = _mm256_mullo_epi16(o->sc, _mm256_set1_epi16(-4));
+		o->hi = _mm256_loadu_si256((const __m256i *)b);
+		o->d = ld_fp16(b + 108);
+		break;
+	case K4:
+	case K5:
+		o->sc = bcast128(q4k_scales(b + 4));
+		o->mins = _mm256_shuffle_epi8(o->sc, _mm256_setr_epi8(
+			8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1, 11, -1, 11, -1,
+			12, -1, 12, -1, 13, -1, 13, -1, 14, -1, 14, -1, 15, -1, 15, -1));
+		if (T == K5)
+			o->hi = _mm256_loadu_si256((const __m256i *)(b + 16));
+		o->d = ld_fp16(b);
+		o->dmin = ld_fp16(b + 2);
+		break;
+	case K6:
+		o->sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
+		o->corr = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), o->sc), 5);
+		o->d = ld_fp16(b + 208);
+		break;
+	}
+}
+
+/* Bytes where bit `bit` of hi is set get `add`. */
+AI __m256i add_if_bit(__m256i w, __m256i hi, int bit, int add)
+{
+	const __m256i m = _mm256_set1_epi8((char)(1 << bit));
+
+	return _mm256_add_epi8(w, _mm256_and_si256(
+		_mm256_cmpeq_epi8(_mm256_and_si256(hi, m), m), _mm256_set1_epi8((char)add)));
+}
+
+/* Values 32c .. 32c+31 as unsigned bytes, and their pair scales. */
+AI void kchunk(enum ktype T, const struct kblk *o, int c, __m256i *w, __m256i *s)
+{
+	const uint8_t *b = o->b;
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+
+	switch (T) {
+	case K2:
+	case K3: {
+		const uint8_t *qs = b + (T == K2 ? 16 : 32) + 32 * (c / 4);
+		__m256i q = _mm256_loadu_si256((const __m256i *)qs);
+
+		*w = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c % 4)), m2);
+		if (T == K3) {
+			*w = add_if_bit(*w, o->hi, c, 4);
+			*s = pick_i16(o->sc, 2 * c, 2 * c + 1);
+		} else {
+			*s = pick_u8(o->sc, 2 * c, 2 * c + 1);
+		}
+		break;
+	}
+	case K4:
+	case K5: {
+		const uint8_t *qs = b + (T == K4 ? 16 : 48) + 32 * (c / 2);
+		__m256i q = _mm256_loadu_si256((const __m256i *)qs);
+
+		*w = _mm256_and_si256(_mm256_srli_epi16(q, 4 * (c % 2)), m4);
+		if (T == K5)
+			*w = add_if_bit(*w, o->hi, c, 16);
+		*s = pick_u8(o->sc, c, c);
+		break;
+	}
+	case K6: {
+		const int n = c / 4, qt = c % 4;
+		__m256i l = _mm256_loadu_si256((const __m256i *)(b + 64 * n + 32 * (qt % 2)));
+		__m256i h = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n));
+
+		*w = _mm256_or_si256(
+			_mm256_and_si256(_mm256_srli_epi16(l, 4 * (qt / 2)), m4),
+			_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * qt), m2), 4));
+		*s = pick_i16(o->sc, 2 * c, 2 * c + 1);
+		break;
+	}
+	}
+}
+
+AI float hsum8(__m256 v)
+{
+	__m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_add_ss(h, _mm_movehdup_ps(h));
+	return _mm_cvtss_f32(h);
+}
+
+AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *a,
+	      int64_t r, int64_t t0)
+{
+	const uint8_t *w = a->w + r * a->w_stride;
+	const uint8_t *x[NT_MAX];
+	__m256 acc[NT_MAX];
+	const int64_t k = a->k, nb = k / QK;
+
+	UNROLL for (int u = 0; u < NT; u++) {
+		x[u] = a->x + (t0 + u) * a->x_stride;
+		acc[u] = _mm256_setzero_ps();
+	}
+	for (int64_t b = 0; b < nb; b++) {
+		const uint8_t *blk = w + b * bbytes;
+		__m256i is[NT_MAX], bs[NT_MAX];
+		struct kblk o;
+
+		if (NT == 1)
+			for (size_t p = 0; p < bbytes; p += 64)
+				_mm_prefetch((const char *)blk + PF_DIST + p, _MM_HINT_T0);
+		kblock(T, blk, &o);
+		UNROLL for (int u = 0; u < NT; u++) {
+			bs[u] = _mm256_loadu_si256(
+				(const __m256i *)(STRATA_Q8K_BSUMS(x[u], k) + b * 16));
+			is[u] = T == K3 || T == K6 ? _mm256_madd_epi16(o.corr, bs[u])
+						   : _mm256_setzero_si256();
+		}
+		UNROLL for (int c = 0; c < 8; c++) {
+			__m256i wv, sv;
+
+			kchunk(T, &o, c, &wv, &sv);
+			UNROLL for (int u = 0; u < NT; u++) {
+				__m256i xv = _mm256_loadu_si256((const __m256i *)(
+					STRATA_Q8K_QS(x[u]) + b * QK + 32 * c));
+
+				is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(
+					_mm256_maddubs_epi16(wv, xv), sv));
+			}
+		}
+		UNROLL for (int u = 0; u < NT; u++) {
+			const float dx = STRATA_Q8K_D(x[u], k)[b];
+
+			acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]),
+						 _mm256_set1_ps(o.d * dx), acc[u]);
+			if (T == K2 || T == K4 || T == K5)
+				acc[u] = _mm256_fnmadd_ps(
+					_mm256_cvtepi32_ps(_mm256_madd_epi16(o.mins, bs[u])),
+					_mm256_set1_ps(o.dmin * dx), acc[u]);
+		}
+	}
+	UNROLL for (int u = 0; u < NT; u++)
+		a->y[(t0 + u) * a->ldy + r] = hsum8(acc[u]);
+}
+
+typedef void (*tile_fn)(const struct strata_mm_args *a, int64_t r, int64_t t0);
+
+static void run_tiles(tile_fn const tab[NT_MAX], const struct strata_mm_args *a)
+{
+	for (int64_t r = 0; r < a->nr; r++)
+		for (int64_t t = 0; t < a->nt; t += NT_MAX) {
+			int nt = a->nt - t < NT_MAX ? (int)(a->nt - t) : NT_MAX;
+
+			tab[nt - 1](a, r, t);
+		}
+}
+
+#define DEF_TILE(name, T, bytes, nt)                                         \
+	static void name##_##nt(const struct strata_mm_args *a, int64_t r,   \
+				int64_t t0)                                  \
+	{                                                                    \
+		ktile(T, bytes, nt, a, r, t0);                               \
+	}
+#define DEF_KTYPE(name, T, bytes)                                            \
+	DEF_TILE(name, T, bytes, 1) DEF_TILE(name, T, bytes, 2)              \
+	DEF_TILE(name, T, bytes, 3) DEF_TILE(name, T, bytes, 4)              \
+	void strata_##name##_mm_avx2(const struct strata_mm_args *a)         \
+	{                                                                    \
+		static tile_fn const tab[NT_MAX] = {                         \
+			name##_1, name##_2, name##_3, name##_4,              \
+		};                                                           \
+		run_tiles(tab, a);                                           \
+	}
+
+DEF_KTYPE(q2_k, K2, STRATA_Q2_K_BYTES)
+DEF_KTYPE(q3_k, K3, STRATA_Q3_K_BYTES)
+DEF_KTYPE(q4_k, K4, STRATA_Q4_K_BYTES)
+DEF_KTYPE(q5_k, K5, STRATA_Q5_K_BYTES)
+DEF_KTYPE(q6_k, K6, STRATA_Q6_K_BYTES)
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * check_quant_golden.c - quantised models against llama.cpp's logits
+ * (../shared/golden/MODEL.PROMPT.slog), teacher-forced over the golden
+ * tokens, at every SIMD level: mean KL(reference || strata) over all rows
+ * within the model's bound (golden/README.md: 2e-3 for 8- and 6-bit
+ * types, 1e-2 for the others), and the same argmax wherever the
+ * reference's top two logits are more than 0.25 apart.  One batch per
+ * prompt at every level, and token by token (the GEMV path) at the best.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cpu/kernels.h"
+#include "model/model.h"
+#include "slog.h"
+#include "testutil.h"
+
+/* One line per model: the file stem under models/ and golden/, and its
+ * mean-KL bound. */
+static const struct {
+	const char *model;
+	double kl_max;
+} g_models[] = {
+	{ "syn-qwen3moe-d256-q8_0", 2e-3 },
+	{ "syn-qwen3moe-d256-q6_k", 2e-3 },
+	{ "syn-qwen3moe-d256-q4_k_m", 1e-2 },
+	{ "syn-qwen3moe-d256-q4_0", 1e-2 },
+	{ "syn-qwen3moe-d256-iq4_nl", 1e-2 },
+	{ "syn-qwen3moe-d256-q2_k", 1e-2 },
+	{ "syn-qwen3moe-d256-iq2_xs", 1e-2 },
+	{ "syn-qwen3moe-d256-iq3_xxs", 1e-2 },
+	{ "syn-qwen3moe-d256-iq3_s", 1e-2 },
+	{ "syn-qwen3moe-d256-iq1_m", 1e-2 },
+};
+#define N_MODELS (sizeof(g_models) / sizeof(g_models[0]))
+static const char *const g_prompts[] = { "once", "story", "mixed" };
+
+struct cmp {
+	double mean_kl;
+	uint32_t rows, decided, disagree;
+};
+
+/* KL(p || q) of the softmaxes of two logit rows, in double. */
+static double kl_row(const float *ref, const float *got, uint32_t n)
+{
+	double mr = -INFINITY, mg = -INFINITY, zr = 0, zg = 0, kl = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		mr = fmax(mr, ref[i]);
+		mg = fmax(mg, got[i]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		zr += exp(ref[i] - mr);
+		zg += exp(got[i] - mg);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		double lp = ref[i] - mr - log(zr), lq = got[i] - mg - log(zg);
+
+		kl += exp(lp) * (lp - lq);
+	}
+	return kl;
+}
+
+static uint32_t argmax(const float *row, uint32_t n)
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = 1; i < n; i++)
+		if (row[i] > row[best])
+			best = i;
+	return best;
+}
+
+/* Run the golden tokens through `model` in chunks of `chunk` and compare. */
+static int compare(const char *model, const char *prompt, uint32_t chunk,
+		   struct cmp *c)
+{
+	char rel[256], gp[1024];
+	const char *p, *mp;
+	struct slog g;
+	struct strata_model *m;
+	struct strata_seq *s;
+	struct strata_pool *pool;
+	float *out;
+	uint32_t n;
+
+	/* tu_shared answers in a static buffer: keep the first path */
+	snprintf(rel, sizeof(rel), "golden/%s.%s.slog", model, prompt);
+	p = tu_shared(rel);
+	if (!p)
+		return -1;
+	snprintf(gp, sizeof(gp), "%s", p);
+	snprintf(rel, sizeof(rel), "models/%s.gguf", model);
+	mp = tu_shared(rel);
+	if (!mp)
+		return -1;
+	ck_assert_int_eq(slog_read(gp, &g), 0);
+	ck_assert_int_eq(strata_model_load(mp, &m), 0);
+	ck_assert_uint_eq(m->hp.n_vocab, g.n_vocab);
+	n = g.n_prompt + g.n_gen;
+	ck_assert_int_eq(strata_seq_create(m, 0, chunk, &s), 0);
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	out = malloc((size_t)n * g.n_vocab * sizeof(float));
+	for (uint32_t i = 0; i < n; i += chunk) {
+		uint32_t k = n - i < chunk ? n - i : chunk;
+
+		ck_assert_int_eq(strata_forward(s, pool, g.tokens + i, k,
+						out + (size_t)i * g.n_vocab, 1), 0);
+	}
+	c->mean_kl = 0;
+	c->rows = n;
+	c->decided = c->disagree = 0;
+	for (uint32_t r = 0; r < n; r++) {
+		const float *ref = g.logits + (size_t)r * g.n_vocab;
+		const float *got = out + (size_t)r * g.n_vocab;
+		double kl = kl_row(ref, got, g.n_vocab);
+
+		c->mean_kl += isnan(kl) ? INFINITY : kl / n;
+		if (slog_top2_gap(ref, g.n_vocab) > 0.25f) {
+			c->decided++;
+			c->disagree += argmax(ref, g.n_vocab) != argmax(got, g.n_vocab);
+		}
+	}
+	free(out);
+	strata_pool_free(pool);
+	strata_seq_free(s);
+	strata_model_free(m);
+	slog_free(&g);
+	return 0;
+}
+
+static void check_model_at(size_t mi, enum strata_simd level, uint32_t chunk)
+{
+	int compared = 0;
+
+	for (size_t pi = 0; pi < 3; pi++) {
+		struct cmp c;
+
+		if (compare(g_models[mi].model, g_prompts[pi], chunk, &c) < 0)
+			continue;
+		compared++;
+		printf("%s %s.%s chunk %u: mean KL %.2e (bound %.0e), argmax differs "
+		       "on %u of %u decided rows\n", strata_simd_name(level),
+		       g_models[mi].model, g_prompts[pi], chunk, c.mean_kl,
+		       g_models[mi].kl_max, c.disagree, c.decided);
+		ck_assert_msg(c.mean_kl <= g_models[mi].kl_max,
+			      "%s %s.%s (chunk %u): mean KL %.3e > %.0e",
+			      strata_simd_name(level), g_models[mi].model, g_prompts[pi],
+			      chunk, c.mean_kl, g_models[mi].kl_max);
+		ck_assert_msg(c.disagree == 0, "%s %s.%s (chunk %u): argmax differs on %u "
+			      "rows where the reference is decided",
+			      strata_simd_name(level), g_models[mi].model, g_prompts[pi],
+			      chunk, c.disagree);
+	}
+	if (!compared)
+		printf("SKIP part: %s or its golden logits absent\n", g_models[mi].model);
+}
+
+START_TEST(golden_quantised)
+{
+	const size_t mi = (size_t)_i;
+	const int best = (int)strata_simd_detect();
+
+	for (int l = STRATA_SIMD_SCALAR; l <= best; l++) {
+		ck_assert_int_eq(strata_simd_set(l), 0);
+		check_model_at(mi, l, 512);
+	}
+	ck_assert_int_eq(strata_simd_set(best), 0);
+	check_model_at(mi, best, 1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("quant_golden");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	if (!tu_shared("models/syn-qwen3moe-d256-f32.gguf")) {
+		printf("SKIP: ../shared/models is absent\n");
+		return STRATA_TEST_SKIP;
+	}
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, golden_quantised, 0, (int)N_MODELS);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0;
+}
