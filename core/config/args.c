@@ -211,6 +211,7 @@ static const char *const section_titles[][2] = {
 	{ "prefill", "prompt processing" },
 	{ "plugins", "plugins" },
 	{ "prompt", "prompt paths" },
+	{ "ple", "PLE n-gram table reads" },
 };
 
 static void help_key(const struct strata_cfg_key *k)
@@ -231,7 +232,8 @@ static void help_key(const struct strata_cfg_key *k)
 		return;
 	strata_cfg_env_name(k->section, k->key, env, sizeof(env));
 	printf("  %-4s %-22s [%s] %s = %s, or %s\n", "", "", k->section, k->key,
-	       k->type == STRATA_CFG_TRISTATE ? "auto|true|false" : k->metavar, env);
+	       k->type == STRATA_CFG_TRISTATE ? "auto|true|false" :
+	       k->type == STRATA_CFG_BOOL ? "true|false" : k->metavar, env);
 }
 
 void strata_config_print_help(const char *prog)

@@ -55,6 +55,15 @@ struct strata_config {
 	/* [prompt] */
 	char *paths;          /* paths = comma-separated path plugins, tried in order */
 
+	/* [ple]: the PLE n-gram table reader (core/ple/ple.h) */
+	uint32_t ple_readers;   /* readers = N (--ple-readers); 0 = the single-thread path */
+	uint32_t ple_depth;     /* depth = N (--ple-depth): reads in flight per reader */
+	uint32_t ple_row_cache; /* row_cache = N rows (--ple-row-cache); 0 = no row cache */
+	int ple_io;             /* io = direct|mmap (--ple-io): 0 direct, 1 mmap */
+	char *ple_plugin;       /* plugin = NAME|auto (--ple-plugin): the io plugin */
+	int ple_stats;          /* stats = BOOL (--ple-stats): a stats line per chunk */
+	int ple_trace;          /* trace = BOOL (--ple-trace, STRATA_PLE_TRACE=1) */
+
 	/* everything from plugin sections, see above */
 	struct strata_config_raw *raw;
 	char *ini_path;       /* the -c file, NULL when none */

@@ -27,6 +27,8 @@ enum strata_cfg_type {
 	STRATA_CFG_PREFILL, /* char * field: auto | auto:N | N */
 	STRATA_CFG_LIST,    /* char * field: comma-separated plugin names */
 	STRATA_CFG_COUNT,   /* int field: a counting flag (-v -v) */
+	STRATA_CFG_BOOL,    /* int field: false (0) | true (1) */
+	STRATA_CFG_CHOICE,  /* int field: index of the value in metavar "a|b|c" */
 };
 
 enum {

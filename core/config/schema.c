@@ -68,11 +68,26 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 
 	K("prompt", "paths", LIST, paths, 0, 0, 0, "path-batched", NULL, "--paths", "LIST",
 	  NULL, "prompt path plugins to try in order, comma-separated"),
+
+	K("ple", "readers", UINT32, ple_readers, 0, 1024, 0, "8", NULL, "--ple-readers", "N",
+	  NULL, "PLE reader threads for batched chunks; 0 = the single-thread path"),
+	K("ple", "depth", UINT32, ple_depth, 1, 4096, 0, "32", NULL, "--ple-depth", "N",
+	  NULL, "PLE reads each reader keeps in flight"),
+	K("ple", "row_cache", UINT32, ple_row_cache, 0, UMAX, 0, "262144", NULL,
+	  "--ple-row-cache", "N", NULL, "PLE rows kept in RAM for later chunks; 0 = none"),
+	K("ple", "io", CHOICE, ple_io, 0, 0, 0, "direct", NULL, "--ple-io", "direct|mmap",
+	  NULL, "read PLE rows with direct I/O through the io plugin, or via the page cache"),
+	K("ple", "plugin", STR, ple_plugin, 0, 0, 0, "auto", NULL, "--ple-plugin", "NAME",
+	  NULL, "io plugin for PLE reads; auto = the best one this machine supports"),
+	K("ple", "stats", BOOL, ple_stats, 0, 0, 0, "false", NULL, "--ple-stats", NULL,
+	  "--no-ple-stats", "log one PLE io stats line per prompt chunk"),
+	K("ple", "trace", BOOL, ple_trace, 0, 0, 0, "false", NULL, "--ple-trace", NULL, NULL,
+	  "log when each chunk's PLE read started, was asked for, and the wait"),
 };
 
 const size_t strata_cfg_nkeys = sizeof(strata_cfg_keys) / sizeof(strata_cfg_keys[0]);
 
-/* The core's sections; [io], [ple] and [serve] take keys in later versions. */
+/* The core's sections; [io] and [serve] take keys in later versions. */
 static const char *const core_sections[] = {
 	"model", "run", "prefill", "plugins", "prompt", "io", "ple", "serve",
 };
@@ -300,6 +315,34 @@ bad:
 	return -EINVAL;
 }
 
+static int parse_bool(const char *t, union strata_cfg_val *v, char *why, size_t n)
+{
+	if (parse_tristate(t, v, why, n) || v->i < 0) {
+		snprintf(why, n, "true or false");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The value's index among the '|'-separated choices in the key's metavar. */
+static int parse_choice(const struct strata_cfg_key *k, const char *t, union strata_cfg_val *v,
+			char *why, size_t n)
+{
+	const char *p = k->metavar;
+
+	for (int64_t i = 0; p && *p; i++) {
+		size_t len = strcspn(p, "|");
+
+		if (len == strlen(t) && strncasecmp(p, t, len) == 0) {
+			v->i = i;
+			return 0;
+		}
+		p += len + (p[len] == '|');
+	}
+	snprintf(why, n, "one of %s", k->metavar ? k->metavar : "(none)");
+	return -EINVAL;
+}
+
 int strata_cfg_parse(const struct strata_cfg_key *k, const char *text,
 		     union strata_cfg_val *v, char *why, size_t whylen)
 {
@@ -323,6 +366,10 @@ int strata_cfg_parse(const struct strata_cfg_key *k, const char *text,
 		return parse_seed(text, v, why, whylen);
 	case STRATA_CFG_TRISTATE:
 		return parse_tristate(text, v, why, whylen);
+	case STRATA_CFG_BOOL:
+		return parse_bool(text, v, why, whylen);
+	case STRATA_CFG_CHOICE:
+		return parse_choice(k, text, v, why, whylen);
 	case STRATA_CFG_PREFILL:
 		if (strata_config_prefill_chunk(text, &chunk)) {
 			snprintf(why, whylen, "auto, auto:N or N, with N a token count >= 1");
@@ -358,6 +405,8 @@ void strata_cfg_store(struct strata_config *c, const struct strata_cfg_key *k,
 		break;
 	case STRATA_CFG_TRISTATE:
 	case STRATA_CFG_COUNT:
+	case STRATA_CFG_BOOL:
+	case STRATA_CFG_CHOICE:
 		*(int *)field = (int)v->i;
 		break;
 	case STRATA_CFG_FLOAT:
@@ -409,6 +458,17 @@ char *strata_cfg_format(const struct strata_config *c, const struct strata_cfg_k
 		int t = *(const int *)field;
 
 		snprintf(buf, sizeof(buf), "%s", t < 0 ? "auto" : t ? "true" : "false");
+		break;
+	}
+	case STRATA_CFG_BOOL:
+		snprintf(buf, sizeof(buf), "%s", *(const int *)field ? "true" : "false");
+		break;
+	case STRATA_CFG_CHOICE: {
+		const char *p = k->metavar ? k->metavar : "";
+
+		for (int i = *(const int *)field; i > 0 && *p; i--)
+			p += strcspn(p, "|") + (p[strcspn(p, "|")] == '|');
+		snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(p, "|"), p);
 		break;
 	}
 	case STRATA_CFG_SEED: {

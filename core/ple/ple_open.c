@@ -1,0 +1,349 @@
+/*
+ * ple_open.c - checking a PLE table and its io backend before any compute.
+ *
+ * Every problem with the input is found here and reported once, with the
+ * file: a type that cannot be decoded, a missing or unreadable file, one
+ * shorter than its declared rows, an io plugin that does not load or cannot
+ * open the file.  After a successful open the only errors left are the
+ * disk's own.
+ */
+#define _GNU_SOURCE
+#include "ple/ple_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cpu/types.h"
+#include "plugin/registry.h"
+#include "util/log.h"
+
+int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
+		     const struct strata_ple_table *t);
+void ple_reader_teardown(struct strata_ple_reader *r);
+
+/* ---- the host table lent to ops given directly (tests) ------------------------------ */
+
+static void own_log(const struct strata_host *host, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)host;
+	va_start(ap, fmt);
+	strata_logv(level, fmt, ap);
+	va_end(ap);
+}
+
+static const char *own_config_get(const struct strata_host *host, const char *section,
+				  const char *key)
+{
+	(void)host;
+	(void)section;
+	(void)key;
+	return NULL;
+}
+
+static void *own_aligned_alloc(size_t align, size_t size)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
+}
+
+static void own_aligned_free(void *p)
+{
+	free(p);
+}
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+static int check_table(struct strata_ple_reader *r, const struct strata_ple_table *t)
+{
+	struct stat sb;
+	uint64_t need;
+	int fd;
+
+	if (!t->path || !*t->path) {
+		strata_error("PLE table: no file given");
+		return -EINVAL;
+	}
+	r->rb = (uint32_t)strata_type_row_bytes(t->type, t->row_len);
+	if (!strata_ple_type_ok(t->type) || !t->row_len || !r->rb) {
+		strata_error("%s: PLE rows of %u %s values cannot be decoded (IQ4_NL, Q4_0, "
+			     "Q5_0, Q5_1, Q8_0, BF16, F16 or F32 rows of a whole number of "
+			     "blocks can)", t->path, t->row_len, strata_type_name(t->type));
+		return -EINVAL;
+	}
+	if (t->n_rows == 0 || t->n_rows >= UINT32_MAX) {
+		strata_error("%s: a PLE table of %llu rows is not supported (1 to %u)", t->path,
+			     (unsigned long long)t->n_rows, UINT32_MAX - 1);
+		return -EINVAL;
+	}
+	r->path = strdup(t->path);
+	if (!r->path)
+		return -ENOMEM;
+	r->base = t->base;
+	r->n_rows = t->n_rows;
+	r->type = t->type;
+	r->row_len = t->row_len;
+	fd = open(t->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb)) {
+		int e = errno;
+
+		strata_error("cannot read the PLE table %s: %s", t->path, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	close(fd);
+	if (!S_ISREG(sb.st_mode)) {
+		strata_error("cannot read the PLE table %s: not a regular file", t->path);
+		return -EISDIR;
+	}
+	r->file_size = (uint64_t)sb.st_size;
+	need = t->base + t->n_rows * r->rb;
+	if (need > r->file_size) {
+		strata_error("%s: the PLE table needs %llu bytes (%llu rows of %u bytes from "
+			     "offset %llu) but the file has %llu: truncated?", t->path,
+			     (unsigned long long)need, (unsigned long long)t->n_rows, r->rb,
+			     (unsigned long long)t->base, (unsigned long long)r->file_size);
+		return -EINVAL;
+	}
+	if (need / STRATA_PLE_PAGE >= UINT32_MAX) {
+		strata_error("%s: PLE tables beyond 16 TiB are not supported", t->path);
+		return -EFBIG;
+	}
+	return 0;
+}
+
+static int map_table(struct strata_ple_reader *r)
+{
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	void *m;
+
+	if (fd < 0) {
+		strata_error("cannot read the PLE table %s: %s", r->path, strerror(errno));
+		return -errno;
+	}
+	m = mmap(NULL, r->file_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		strata_error("cannot map the PLE table %s: %s", r->path, strerror(errno));
+		return -errno;
+	}
+	/* Rows are scattered: read-ahead would only fetch pages nobody asked for. */
+	madvise(m, r->file_size, MADV_RANDOM);
+	r->map = m;
+	r->map_len = r->file_size;
+	return 0;
+}
+
+/* ---- the io plugin ---------------------------------------------------------------------- */
+
+struct best_io {
+	const struct strata_plugin *p;
+};
+
+static void pick_best(void *user, const char *path, const struct strata_plugin *p, int err,
+		      const char *reason)
+{
+	struct best_io *b = user;
+
+	(void)path;
+	(void)err;
+	(void)reason;
+	if (p && p->desc->kind == STRATA_PLUGIN_IO && (!b->p || p->score > b->p->score))
+		b->p = p;
+}
+
+static int load_io(struct strata_ple_reader *r, struct strata_registry *reg, const char **name)
+{
+	const struct strata_plugin *pl = NULL;
+	struct strata_plugin *lp;
+	const char *want = r->o.plugin;
+	int rc;
+
+	if (r->o.io_ops) {
+		r->ops = r->o.io_ops;
+		r->host = r->o.io_host ? r->o.io_host : &r->own_host;
+		*name = r->o.io_name ? r->o.io_name : "custom io";
+		return 0;
+	}
+	if (!reg) {
+		strata_error("%s: direct PLE reads need an io plugin, and no plugin registry "
+			     "was given", r->path);
+		return -EINVAL;
+	}
+	if (!want || !*want || strcmp(want, "auto") == 0) {
+		struct best_io b = { NULL };
+
+		rc = strata_registry_scan(reg, pick_best, &b);
+		if (rc < 0)
+			return rc;
+		if (!b.p) {
+			strata_error("%s: no io plugin (strata-io-*.so) usable on this machine on "
+				     "the plugin search path; use --ple-io mmap or --plugin-dir",
+				     r->path);
+			return -ENOENT;
+		}
+		pl = b.p;
+	} else {
+		rc = strata_registry_load(reg, STRATA_PLUGIN_IO, want, &lp);
+		if (rc)
+			return rc; /* the registry said why, with the file */
+		pl = lp;
+	}
+	r->ops = pl->desc->ops;
+	r->host = &pl->host;
+	*name = pl->desc->name;
+	return 0;
+}
+
+static int check_ops(const struct strata_ple_reader *r, const char *name)
+{
+	const struct strata_io_ops *o = r->ops;
+
+	if (!o || o->version < 1 || !o->open || !o->close || !o->caps || !o->size ||
+	    !o->submit || !o->reap) {
+		strata_error("io plugin %s lacks a required io method (open, close, caps, "
+			     "size, submit, reap)", name);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Open w's handle on the table, with the direct flag while the file system takes it. */
+static int open_handle(struct strata_ple_reader *r, struct ple_worker *w, const char *name)
+{
+	struct strata_io_caps caps;
+	int64_t size;
+	int rc = r->ops->open(r->host, r->path, r->open_flags, r->o.depth, &w->handle);
+
+	if (rc == -EINVAL && (r->open_flags & STRATA_IO_DIRECT)) {
+		strata_warn("%s: the file system refuses direct I/O: PLE rows are read "
+			    "through the page cache", r->path);
+		r->open_flags &= ~STRATA_IO_DIRECT;
+		rc = r->ops->open(r->host, r->path, r->open_flags, r->o.depth, &w->handle);
+	}
+	if (rc) {
+		w->handle = NULL;
+		strata_error("io plugin %s cannot open the PLE table %s: %s", name, r->path,
+			     strerror(-rc));
+		return rc;
+	}
+	rc = r->ops->caps(w->handle, &caps);
+	if (rc) {
+		strata_error("io plugin %s: caps() failed on %s: %s", name, r->path, strerror(-rc));
+		return rc;
+	}
+	if (caps.buf_align > STRATA_PLE_PAGE || caps.offset_align > STRATA_PLE_PAGE ||
+	    (caps.offset_align && STRATA_PLE_PAGE % caps.offset_align)) {
+		strata_error("io plugin %s on %s wants %u-byte aligned reads; PLE reads are "
+			     "4096-byte pages", name, r->path, caps.offset_align);
+		return -EINVAL;
+	}
+	size = r->ops->size(w->handle);
+	if (size < 0 || (uint64_t)size < r->base + r->n_rows * r->rb) {
+		strata_error("io plugin %s sees %lld bytes in %s, fewer than the PLE table needs",
+			     name, (long long)size, r->path);
+		return size < 0 ? (int)size : -EINVAL;
+	}
+	if (caps.depth && caps.depth < w->depth)
+		w->depth = caps.depth;
+	if ((caps.flags & STRATA_IO_CAP_FIXED_BUFFERS) && r->ops->register_buffers) {
+		void **bufs = malloc(w->depth * sizeof(*bufs));
+		size_t *lens = malloc(w->depth * sizeof(*lens));
+
+		for (uint32_t i = 0; bufs && lens && i < w->depth; i++) {
+			bufs[i] = w->slots[i].req.buf;
+			lens[i] = STRATA_PLE_PAGE;
+		}
+		/* Only an optimisation: reads work without it. */
+		if (bufs && lens && (rc = r->ops->register_buffers(w->handle, bufs, lens, w->depth)))
+			strata_debug("io plugin %s: register_buffers: %s", name, strerror(-rc));
+		free(bufs);
+		free(lens);
+	}
+	return 0;
+}
+
+static int setup_workers(struct strata_ple_reader *r, const char *name)
+{
+	uint32_t n = r->o.readers;
+	int rc;
+
+	r->workers = calloc(n ? n : 1, sizeof(*r->workers));
+	if (!r->workers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i <= n; i++) {
+		struct ple_worker *w = i < n ? &r->workers[i] : &r->main;
+
+		if ((rc = ple_worker_init(r, w, r->o.depth))) {
+			strata_error("%s: out of memory for the PLE readers", r->path);
+			return rc;
+		}
+		if (!r->map && (rc = open_handle(r, w, name)))
+			return rc;
+	}
+	return 0;
+}
+
+int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
+		     const struct strata_ple_table *t)
+{
+	const char *name = "mmap";
+	uint64_t cache_rows;
+	int rc;
+
+	r->own_host = (struct strata_host){ 1, own_log, own_config_get, own_aligned_alloc,
+					    own_aligned_free, NULL };
+	if ((rc = check_table(r, t)))
+		return rc;
+	if (r->o.io == STRATA_PLE_IO_MMAP) {
+		rc = map_table(r);
+	} else {
+		r->open_flags = STRATA_IO_DIRECT;
+		if (!(rc = load_io(r, reg, &name)))
+			rc = check_ops(r, name);
+	}
+	if (rc || (rc = setup_workers(r, name)))
+		return rc;
+	if ((rc = ple_cache_init(&r->cache, r->o.row_cache, r->rb))) {
+		strata_error("%s: out of memory for a PLE row cache of %u rows (%llu MB)",
+			     r->path, r->o.row_cache,
+			     (unsigned long long)r->o.row_cache * r->rb / 1000000);
+		return rc;
+	}
+	if (r->o.chunk_rows_hint && (rc = ple_plan_reserve(r, r->o.chunk_rows_hint))) {
+		strata_error("%s: out of memory for PLE chunks of %u rows", r->path,
+			     r->o.chunk_rows_hint);
+		return rc;
+	}
+	snprintf(r->io_name, sizeof(r->io_name), "%s", name);
+	cache_rows = ple_cache_capacity(&r->cache);
+	snprintf(r->desc, sizeof(r->desc), "%s%s, %u readers x %u in flight, row cache %llu rows",
+		 name, r->map ? "" : (r->open_flags & STRATA_IO_DIRECT) ? " (direct)" : " (buffered)",
+		 r->o.readers, r->map ? 1 : r->main.depth, (unsigned long long)cache_rows);
+	return 0;
+}
+
+void ple_reader_teardown(struct strata_ple_reader *r)
+{
+	for (uint32_t i = 0; r->workers && i < r->o.readers; i++)
+		ple_worker_free(r, &r->workers[i]);
+	ple_worker_free(r, &r->main);
+	free(r->workers);
+	r->workers = NULL;
+	if (r->map)
+		munmap((void *)r->map, r->map_len);
+	r->map = NULL;
+	ple_cache_free(&r->cache);
+	free(r->path);
+	r->path = NULL;
+}
