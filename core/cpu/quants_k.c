@@ -24,21 +24,6 @@ struct kdec {
 	int8_t q[QK];
 };
 
-static float ld_fp16(const uint8_t *p)
-{
-	uint16_t h;
-
-	memcpy(&h, p, 2);
-	return strata_fp16_to_f32(h);
-}
-
-static void st_fp16(uint8_t *p, float f)
-{
-	uint16_t h = strata_f32_to_fp16(f);
-
-	memcpy(p, &h, 2);
-}
-
 /* ---- decoding --------------------------------------------------------------- */
 
 /* Q4_K / Q5_K: eight 6-bit scales and mins packed in 12 bytes. */
@@ -58,8 +43,8 @@ static void dec_q2_k(const uint8_t *b, struct kdec *o)
 {
 	const uint8_t *qs = b + 16;
 
-	o->d = ld_fp16(b + 80);
-	o->dmin = ld_fp16(b + 82);
+	o->d = strata_load_fp16(b + 80);
+	o->dmin = strata_load_fp16(b + 82);
 	for (int g = 0; g < 16; g++) {
 		o->sc[g] = b[g] & 0xf;
 		o->m[g] = b[g] >> 4;
@@ -86,7 +71,7 @@ static void dec_q3_k(const uint8_t *b, struct kdec *o)
 {
 	const uint8_t *hm = b, *qs = b + 32;
 
-	o->d = ld_fp16(b + 108);
+	o->d = strata_load_fp16(b + 108);
 	o->dmin = 0.0f;
 	for (int g = 0; g < 16; g++) {
 		o->sc[g] = (int16_t)q3k_scale(b + 96, g);
@@ -107,8 +92,8 @@ static void dec_q4_k(const uint8_t *b, struct kdec *o)
 {
 	const uint8_t *qs = b + 16;
 
-	o->d = ld_fp16(b);
-	o->dmin = ld_fp16(b + 2);
+	o->d = strata_load_fp16(b);
+	o->dmin = strata_load_fp16(b + 2);
 	for (int s = 0; s < 8; s++) {
 		int sc, m;
 
@@ -141,7 +126,7 @@ static void dec_q5_k(const uint8_t *b, struct kdec *o)
 /* Layout: ql[128], qh[64], scales[16] (int8), d. */
 static void dec_q6_k(const uint8_t *b, struct kdec *o)
 {
-	o->d = ld_fp16(b + 208);
+	o->d = strata_load_fp16(b + 208);
 	o->dmin = 0.0f;
 	for (int g = 0; g < 16; g++) {
 		o->sc[g] = (int8_t)b[192 + g];
@@ -502,16 +487,16 @@ static void q2_k_block(const float *x, uint8_t *b)
 		max_min = mins[j] > max_min ? mins[j] : max_min;
 	}
 	memset(sc, 0, 16);
-	st_fp16(b + 80, max_scale > 0 ? max_scale / 15.0f : 0.0f);
-	st_fp16(b + 82, max_min > 0 ? max_min / 15.0f : 0.0f);
+	strata_store_fp16(b + 80, max_scale > 0 ? max_scale / 15.0f : 0.0f);
+	strata_store_fp16(b + 82, max_min > 0 ? max_min / 15.0f : 0.0f);
 	for (int j = 0; j < 16; j++) {
 		if (max_scale > 0)
 			sc[j] = (uint8_t)nearest_int(15.0f / max_scale * scales[j]);
 		if (max_min > 0)
 			sc[j] |= (uint8_t)(nearest_int(15.0f / max_min * mins[j]) << 4);
 	}
-	d = ld_fp16(b + 80);
-	dm = ld_fp16(b + 82);
+	d = strata_load_fp16(b + 80);
+	dm = strata_load_fp16(b + 82);
 	for (int j = 0; j < 16; j++) {
 		const float dl = d * (float)(sc[j] & 0xf), ml = dm * (float)(sc[j] >> 4);
 
@@ -550,11 +535,11 @@ static void q3_k_block(const float *x, uint8_t *b)
 				s[j - 8] |= (uint8_t)((l & 0xf) << 4);
 			s[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
 		}
-		st_fp16(b + 108, 1 / iscale);
+		strata_store_fp16(b + 108, 1 / iscale);
 	} else {
-		st_fp16(b + 108, 0.0f);
+		strata_store_fp16(b + 108, 0.0f);
 	}
-	d = ld_fp16(b + 108);
+	d = strata_load_fp16(b + 108);
 	for (int j = 0; j < 16; j++) {
 		const float dl = d * (float)q3k_scale(s, j);
 
@@ -622,10 +607,10 @@ static void q45_k_scales(const float *x, uint8_t *b, uint8_t *L, int nmax)
 			s[j] |= (uint8_t)((lm >> 4) << 6);
 		}
 	}
-	st_fp16(b, max_scale / 63.0f);
-	st_fp16(b + 2, max_min / 63.0f);
-	d = ld_fp16(b);
-	dmin = ld_fp16(b + 2);
+	strata_store_fp16(b, max_scale / 63.0f);
+	strata_store_fp16(b + 2, max_min / 63.0f);
+	d = strata_load_fp16(b);
+	dmin = strata_load_fp16(b + 2);
 	for (int j = 0; j < 8; j++) {
 		int sc, m;
 		float dl, ml;
@@ -683,13 +668,13 @@ static void q6_k_block(const float *x, uint8_t *b)
 		return;
 	}
 	iscale = -128.0f / max_scale;
-	st_fp16(b + 208, 1 / iscale);
+	strata_store_fp16(b + 208, 1 / iscale);
 	for (int j = 0; j < 16; j++) {
 		int l = nearest_int(iscale * scales[j]);
 
 		sc[j] = (int8_t)(l < 127 ? l : 127);
 	}
-	d = ld_fp16(b + 208);
+	d = strata_load_fp16(b + 208);
 	for (int j = 0; j < 16; j++) {
 		const float dl = d * (float)sc[j];
 

@@ -24,26 +24,11 @@ struct ldec {
 	int8_t q[QK];
 };
 
-static float ld_fp16(const uint8_t *p)
-{
-	uint16_t h;
-
-	memcpy(&h, p, 2);
-	return strata_fp16_to_f32(h);
-}
-
-static void st_fp16(uint8_t *p, float f)
-{
-	uint16_t h = strata_f32_to_fp16(f);
-
-	memcpy(p, &h, 2);
-}
-
 /* ---- decoding --------------------------------------------------------------- */
 
 static void dec_q4_0(const uint8_t *b, struct ldec *o)
 {
-	o->d = ld_fp16(b);
+	o->d = strata_load_fp16(b);
 	o->mneg = 0.0f;
 	for (int j = 0; j < 16; j++) {
 		o->q[j] = (int8_t)((b[2 + j] & 0xf) - 8);
@@ -53,8 +38,8 @@ static void dec_q4_0(const uint8_t *b, struct ldec *o)
 
 static void dec_q4_1(const uint8_t *b, struct ldec *o)
 {
-	o->d = ld_fp16(b);
-	o->mneg = -ld_fp16(b + 2);
+	o->d = strata_load_fp16(b);
+	o->mneg = -strata_load_fp16(b + 2);
 	for (int j = 0; j < 16; j++) {
 		o->q[j] = (int8_t)(b[4 + j] & 0xf);
 		o->q[j + 16] = (int8_t)(b[4 + j] >> 4);
@@ -74,7 +59,7 @@ static void dec_q5_0(const uint8_t *b, struct ldec *o)
 {
 	uint32_t qh = ld_qh(b + 2);
 
-	o->d = ld_fp16(b);
+	o->d = strata_load_fp16(b);
 	o->mneg = 0.0f;
 	for (int j = 0; j < 16; j++) {
 		o->q[j] = (int8_t)(((b[6 + j] & 0xf) | ((qh >> j) & 1) << 4) - 16);
@@ -86,8 +71,8 @@ static void dec_q5_1(const uint8_t *b, struct ldec *o)
 {
 	uint32_t qh = ld_qh(b + 4);
 
-	o->d = ld_fp16(b);
-	o->mneg = -ld_fp16(b + 2);
+	o->d = strata_load_fp16(b);
+	o->mneg = -strata_load_fp16(b + 2);
 	for (int j = 0; j < 16; j++) {
 		o->q[j] = (int8_t)((b[8 + j] & 0xf) | ((qh >> j) & 1) << 4);
 		o->q[j + 16] = (int8_t)((b[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
@@ -96,7 +81,7 @@ static void dec_q5_1(const uint8_t *b, struct ldec *o)
 
 static void dec_iq4_nl(const uint8_t *b, struct ldec *o)
 {
-	o->d = ld_fp16(b);
+	o->d = strata_load_fp16(b);
 	o->mneg = 0.0f;
 	for (int j = 0; j < 16; j++) {
 		o->q[j] = strata_iq4nl_values[b[2 + j] & 0xf];
@@ -191,7 +176,7 @@ static void sym_from_float(const float *x, uint8_t *b, int bits)
 	uint32_t qh = 0;
 	uint8_t *qs = b + (bits == 5 ? 6 : 2);
 
-	st_fp16(b, d);
+	strata_store_fp16(b, d);
 	for (int j = 0; j < 16; j++) {
 		float v0 = x[j] * id + (lo + 0.5f), v1 = x[j + 16] * id + (lo + 0.5f);
 		int q0 = (int)(v0 < top ? v0 : top), q1 = (int)(v1 < top ? v1 : top);
@@ -214,8 +199,8 @@ static void asym_from_float(const float *x, uint8_t *b, int bits)
 	minmax(x, QK, &mn, &mx);
 	d = (mx - mn) / (float)top;
 	id = d != 0.0f ? 1.0f / d : 0.0f;
-	st_fp16(b, d);
-	st_fp16(b + 2, mn);
+	strata_store_fp16(b, d);
+	strata_store_fp16(b + 2, mn);
 	for (int j = 0; j < 16; j++) {
 		int q0 = (int)((x[j] - mn) * id + 0.5f);
 		int q1 = (int)((x[j + 16] - mn) * id + 0.5f);
@@ -291,7 +276,7 @@ static void iq4_nl_block(const float *x, uint8_t *b)
 			}
 		}
 	}
-	st_fp16(b, d);
+	strata_store_fp16(b, d);
 	id = d != 0.0f ? 1.0f / d : 0.0f;
 	for (int j = 0; j < QK; j++)
 		L[j] = (uint8_t)iq4nl_index(id * x[j]);

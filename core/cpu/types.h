@@ -82,6 +82,23 @@ static inline float strata_fp16_to_f32(uint16_t h)
 
 uint16_t strata_f32_to_fp16(float f);
 
+/* The f16 stored at p (possibly unaligned, as in GGUF blocks), as a float. */
+static inline float strata_load_fp16(const void *p)
+{
+	uint16_t h;
+
+	memcpy(&h, p, 2);
+	return strata_fp16_to_f32(h);
+}
+
+/* Store f at p as f16 (possibly unaligned). */
+static inline void strata_store_fp16(void *p, float f)
+{
+	uint16_t h = strata_f32_to_fp16(f);
+
+	memcpy(p, &h, 2);
+}
+
 static inline float strata_bf16_to_f32(uint16_t h)
 {
 	uint32_t bits = (uint32_t)h << 16;
