@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "gguf/gguf.h"
 #include "util/log.h"
@@ -414,6 +417,49 @@ static int load_weights(struct loader *l)
 	return 0;
 }
 
+/*
+ * Page the weights in before the first token, with a progress line when
+ * stderr is a terminal: a big model otherwise stalls its first forward pass
+ * for seconds without a word.  Small models and pipes just get readahead.
+ */
+static void prefault(const struct strata_model *m, const char *path)
+{
+	const struct strata_gguf *g = m->gguf;
+	const struct strata_gguf_tensor *t0;
+	const uint8_t *base;
+	uint64_t len, step = 64u << 20, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	volatile uint8_t sink = 0;
+	double t_last = 0;
+
+	if (strata_gguf_n_tensors(g) == 0)
+		return;
+	t0 = strata_gguf_tensor(g, 0);
+	base = (const uint8_t *)t0->data - t0->offset;
+	len = strata_gguf_file_size(g) - strata_gguf_data_offset(g);
+	madvise((void *)((uintptr_t)base & ~(uintptr_t)(page - 1)), len, MADV_WILLNEED);
+	if (len < (256u << 20) || !isatty(2))
+		return;
+	for (uint64_t off = 0; off < len; off += page) {
+		sink ^= base[off];
+		if (off % step == 0 || off + page >= len) {
+			struct timespec ts;
+			double now;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			now = ts.tv_sec + ts.tv_nsec / 1e9;
+			if (now - t_last > 0.1 || off + page >= len) {
+				fprintf(stderr, "\rstrata: loading %s: %3.0f%% (%llu / %llu MiB)", path,
+					100.0 * (off + page < len ? off + page : len) / len,
+					(unsigned long long)((off + page < len ? off + page : len) >> 20),
+					(unsigned long long)(len >> 20));
+				t_last = now;
+			}
+		}
+	}
+	fputc('\n', stderr);
+	(void)sink;
+}
+
 static const struct {
 	const char *name;
 	enum strata_arch arch;
@@ -455,6 +501,7 @@ int strata_model_load(const char *path, struct strata_model **out)
 	}
 	if ((rc = load_hparams(&l)) || (rc = load_weights(&l)))
 		goto fail;
+	prefault(l.m, path);
 	*out = l.m;
 	return 0;
 fail:
