@@ -222,7 +222,10 @@ struct tls_scratch {
 	size_t n;
 };
 
-static pthread_key_t g_tls_key;
+/* Two per-thread buffers: activations, and strata_matmul_many's plan. */
+enum { TLS_ACT, TLS_MANY, TLS_N };
+
+static pthread_key_t g_tls_key[TLS_N];
 static pthread_once_t g_tls_once = PTHREAD_ONCE_INIT;
 
 static void tls_free(void *v)
@@ -235,18 +238,21 @@ static void tls_free(void *v)
 
 static void tls_init(void)
 {
-	pthread_key_create(&g_tls_key, tls_free);
+	for (int i = 0; i < TLS_N; i++)
+		pthread_key_create(&g_tls_key[i], tls_free);
 }
 
-static void *tls_scratch(size_t bytes)
+/* A 64-byte aligned buffer of at least `bytes`, kept per thread and freed
+ * when the thread exits; its contents do not survive growth. */
+static void *tls_buf(int which, size_t bytes)
 {
 	struct tls_scratch *s;
 
 	pthread_once(&g_tls_once, tls_init);
-	s = pthread_getspecific(g_tls_key);
+	s = pthread_getspecific(g_tls_key[which]);
 	if (!s) {
 		s = calloc(1, sizeof(*s));
-		if (!s || pthread_setspecific(g_tls_key, s)) {
+		if (!s || pthread_setspecific(g_tls_key[which], s)) {
 			free(s);
 			return NULL;
 		}
@@ -261,6 +267,11 @@ static void *tls_scratch(size_t bytes)
 		s->n = bytes;
 	}
 	return s->p;
+}
+
+static void *tls_scratch(size_t bytes)
+{
+	return tls_buf(TLS_ACT, bytes);
 }
 
 /* ---- matmul ------------------------------------------------------------- */
@@ -460,7 +471,7 @@ static void many_mm_task(void *arg, int ith, int nth)
 
 void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *items, int n)
 {
-	static _Thread_local struct many_job *m;
+	struct many_job *m = tls_buf(TLS_MANY, sizeof(*m));
 	size_t offs[MANY_MAX], bytes = 0;
 	int nth = strata_pool_size(pool), src[MANY_MAX];
 	int64_t macs = 0;
@@ -474,8 +485,6 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 				      items[i].y, items[i].ldy);
 		return;
 	}
-	if (!m && posix_memalign((void **)&m, 64, sizeof(*m)))
-		m = NULL;
 	if (!m) {
 		for (int i = 0; i < n; i++)
 			strata_matmul(pool, items[i].W, items[i].x, items[i].ldx, items[i].n_tok,
