@@ -9,7 +9,6 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,32 +23,6 @@
 
 /* ---- helpers ---- */
 
-static char g_log[16384];
-static int g_log_lines;
-
-static void sink(void *user, int level, const char *line)
-{
-	size_t n = strlen(g_log);
-
-	(void)user;
-	if (level != STRATA_LOG_LVL_ERROR)
-		return;
-	g_log_lines++;
-	snprintf(g_log + n, sizeof(g_log) - n, "%s\n", line);
-}
-
-static void capture(void)
-{
-	g_log[0] = 0;
-	g_log_lines = 0;
-	strata_log_set_sink(sink, NULL);
-}
-
-static void release(void)
-{
-	strata_log_set_sink(NULL, NULL);
-}
-
 static char g_dir[2048];
 
 /* A fresh directory for this test (tu_tmpdir's buffer is reused by each call). */
@@ -62,17 +35,9 @@ static const char *fresh_dir(void)
 	return g_dir;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void remove_dir(void)
 {
-	nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rmtree(g_dir);
 }
 
 static int n_entries(const char *dir)
@@ -305,10 +270,10 @@ START_TEST(test_copy_kv)
 		ck_assert_int_eq(strata_gguf_writer_open(dst, &w), 0);
 		for (int64_t i = 0; i < strata_gguf_n_kv(g); i++)
 			ck_assert_int_eq(strata_gguf_writer_copy_kv(w, g, i), 0);
-		capture();
+		tu_log_capture();
 		ck_assert_int_eq(strata_gguf_writer_copy_kv(w, g, strata_gguf_n_kv(g)), -EINVAL);
-		release();
-		ck_assert_ptr_nonnull(strstr(g_log, "does not exist"));
+		tu_log_release();
+		ck_assert_ptr_nonnull(strstr(tu_log, "does not exist"));
 		ck_assert_int_eq(strata_gguf_writer_commit(w), 0);
 		strata_gguf_writer_close(w);
 		ck_assert_int_eq(strata_gguf_open(dst, &h), 0);
@@ -347,7 +312,7 @@ START_TEST(test_writer_rules)
 
 	snprintf(path, sizeof(path), "%s/rules.gguf", fresh_dir());
 	ck_assert_int_eq(strata_gguf_writer_open(path, &w), 0);
-	capture();
+	tu_log_capture();
 	ck_assert_int_eq(strata_gguf_writer_set_u32(w, "k1", 1), 0);
 	ck_assert_int_eq(strata_gguf_writer_set_str(w, "k2", "v"), 0);
 	ck_assert_int_eq(strata_gguf_writer_set_u32(w, "k1", 7), 0); /* replaced in place */
@@ -355,7 +320,7 @@ START_TEST(test_writer_rules)
 	ck_assert_int_eq(strata_gguf_writer_set_u32(w, "", 1), -EINVAL);
 	ck_assert_int_eq(strata_gguf_writer_set(w, "k3", STRATA_GGUF_STRING, "x"), -EINVAL);
 	ck_assert_int_eq(strata_gguf_writer_add_tensor(w, "q", STRATA_TYPE_Q8_0, 2, ne), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(g_log, "row length 48, not a multiple of the Q8_0 block"));
+	ck_assert_ptr_nonnull(strstr(tu_log, "row length 48, not a multiple of the Q8_0 block"));
 	ck_assert_int_eq(strata_gguf_writer_add_tensor(w, "q", STRATA_TYPE_F32, 5, ne), -EINVAL);
 	ck_assert_int_eq(strata_gguf_writer_add_tensor(w, "q", 4 /* retired id */, 2, ok), -EINVAL);
 	memset(name, 'n', 64);
@@ -369,10 +334,10 @@ START_TEST(test_writer_rules)
 	ck_assert_int_eq(strata_gguf_writer_set_u32(w, "late", 1), -EINVAL);
 	ck_assert_int_eq(strata_gguf_writer_add_tensor(w, "late", STRATA_TYPE_F32, 1, ok), -EINVAL);
 	ck_assert_int_eq(strata_gguf_writer_commit(w), -EINVAL); /* 'x' is missing its bytes */
-	ck_assert_ptr_nonnull(strstr(g_log, "tensor 'x' got 0 of its 34 bytes"));
+	ck_assert_ptr_nonnull(strstr(tu_log, "tensor 'x' got 0 of its 34 bytes"));
 	ck_assert_int_eq(strata_gguf_writer_write(w, buf, 35), -EINVAL); /* 1 byte too many */
-	ck_assert_ptr_nonnull(strstr(g_log, "35 bytes of tensor data where 34 remain"));
-	release();
+	ck_assert_ptr_nonnull(strstr(tu_log, "35 bytes of tensor data where 34 remain"));
+	tu_log_release();
 	ck_assert(!exists(path));
 	ck_assert_int_eq(strata_gguf_writer_write(w, buf, 34), 0);
 	ck_assert_int_eq(strata_gguf_writer_commit(w), 0);
@@ -400,10 +365,10 @@ START_TEST(test_writer_rules)
 	/* A bad general.alignment is refused when the header is written. */
 	ck_assert_int_eq(strata_gguf_writer_open(path, &w), 0);
 	ck_assert_int_eq(strata_gguf_writer_set_u32(w, "general.alignment", 48), 0);
-	capture();
+	tu_log_capture();
 	ck_assert_int_eq(strata_gguf_writer_commit(w), -EINVAL);
-	release();
-	ck_assert_ptr_nonnull(strstr(g_log, "not a power of two"));
+	tu_log_release();
+	ck_assert_ptr_nonnull(strstr(tu_log, "not a power of two"));
 	strata_gguf_writer_close(w);
 	remove_dir();
 }
@@ -413,16 +378,16 @@ START_TEST(test_writer_paths)
 {
 	struct strata_gguf_writer *w = NULL;
 
-	capture();
+	tu_log_capture();
 	ck_assert_int_eq(strata_gguf_writer_open("/nonexistent-strata-dir/m.gguf", &w), -ENOENT);
 	ck_assert_ptr_null(w);
-	ck_assert_int_eq(g_log_lines, 1);
-	ck_assert_ptr_nonnull(strstr(g_log, "/nonexistent-strata-dir/m.gguf"));
+	ck_assert_int_eq(tu_log_lines, 1);
+	ck_assert_ptr_nonnull(strstr(tu_log, "/nonexistent-strata-dir/m.gguf"));
 	ck_assert_int_eq(strata_gguf_writer_open(fresh_dir(), &w), -EISDIR);
 	ck_assert_int_eq(strata_gguf_writer_open("/dev/null", &w), -EINVAL);
 	ck_assert_int_eq(strata_gguf_writer_open("", &w), -EINVAL);
-	release();
-	ck_assert_int_eq(g_log_lines, 4);
+	tu_log_release();
+	ck_assert_int_eq(tu_log_lines, 4);
 	remove_dir();
 }
 END_TEST

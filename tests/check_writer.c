@@ -10,7 +10,6 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,32 +27,6 @@
 
 /* ---- helpers ---- */
 
-static char g_log[16384];
-static int g_log_lines;
-
-static void sink(void *user, int level, const char *line)
-{
-	size_t n = strlen(g_log);
-
-	(void)user;
-	if (level != STRATA_LOG_LVL_ERROR)
-		return;
-	g_log_lines++;
-	snprintf(g_log + n, sizeof(g_log) - n, "%s\n", line);
-}
-
-static void capture(void)
-{
-	g_log[0] = 0;
-	g_log_lines = 0;
-	strata_log_set_sink(sink, NULL);
-}
-
-static void release(void)
-{
-	strata_log_set_sink(NULL, NULL);
-}
-
 static char g_dir[2048];
 
 /* A fresh directory for this test (tu_tmpdir's buffer is reused by each call). */
@@ -66,17 +39,9 @@ static const char *fresh_dir(void)
 	return g_dir;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void remove_dir(void)
 {
-	nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rmtree(g_dir);
 }
 
 /* The type of `name` in strata-writer --dry-run output, "" when absent. */
@@ -576,14 +541,14 @@ static void refused(const char *path, int rc, const char *what, const char *what
 	struct strata_model *m = NULL;
 	int got;
 
-	capture();
+	tu_log_capture();
 	got = strata_model_load(path, &m);
-	release();
+	tu_log_release();
 	ck_assert_ptr_null(m);
-	ck_assert_msg(got == rc, "load returned %d, expected %d: %s", got, rc, g_log);
-	ck_assert_msg(g_log_lines == 1, "%d error lines: %s", g_log_lines, g_log);
-	ck_assert_msg(strstr(g_log, what) && strstr(g_log, what2) && strstr(g_log, path),
-		      "message lacks '%s'/'%s': %s", what, what2, g_log);
+	ck_assert_msg(got == rc, "load returned %d, expected %d: %s", got, rc, tu_log);
+	ck_assert_msg(tu_log_lines == 1, "%d error lines: %s", tu_log_lines, tu_log);
+	ck_assert_msg(strstr(tu_log, what) && strstr(tu_log, what2) && strstr(tu_log, path),
+		      "message lacks '%s'/'%s': %s", what, what2, tu_log);
 }
 
 START_TEST(test_bad_moe)

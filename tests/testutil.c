@@ -1,12 +1,16 @@
 #define _GNU_SOURCE /* asprintf */
 #include "testutil.h"
 
+#include <ftw.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "util/log.h"
 
 const char *tu_shared(const char *rel)
 {
@@ -109,4 +113,43 @@ const char *tu_tmpdir(void)
 
 	snprintf(buf, sizeof(buf), "%s/strata-test-XXXXXX", base ? base : "/tmp");
 	return mkdtemp(buf);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+int tu_rmtree(const char *dir)
+{
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+char tu_log[16384];
+int tu_log_lines;
+
+static void log_sink(void *user, int level, const char *line)
+{
+	size_t n = strlen(tu_log);
+
+	(void)user;
+	if (level != STRATA_LOG_LVL_ERROR)
+		return;
+	tu_log_lines++;
+	snprintf(tu_log + n, sizeof(tu_log) - n, "%s\n", line);
+}
+
+void tu_log_capture(void)
+{
+	tu_log[0] = 0;
+	tu_log_lines = 0;
+	strata_log_set_sink(log_sink, NULL);
+}
+
+void tu_log_release(void)
+{
+	strata_log_set_sink(NULL, NULL);
 }

@@ -30,5 +30,17 @@ void *tu_read_file(const char *path, size_t *len);
 int tu_write_file(const char *path, const void *data, size_t len);
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 const char *tu_tmpdir(void);
+/* Remove a directory tree (nftw, no symlinks followed); 0 or -1. */
+int tu_rmtree(const char *dir);
+
+/*
+ * Capture error-level log lines instead of printing them: after
+ * tu_log_capture(), tu_log holds each error line followed by '\n' and
+ * tu_log_lines counts them, until tu_log_release().
+ */
+extern char tu_log[16384];
+extern int tu_log_lines;
+void tu_log_capture(void);
+void tu_log_release(void);
 
 #endif

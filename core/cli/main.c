@@ -56,24 +56,6 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len)
 	return 0;
 }
 
-static void print_prompt(const struct strata_config *c)
-{
-	if (c->prompt_file) {
-		FILE *f = fopen(c->prompt_file, "rb");
-		char buf[4096];
-		size_t r;
-
-		if (!f)
-			return;
-		while ((r = fread(buf, 1, sizeof(buf), f)) > 0)
-			fwrite(buf, 1, r, stdout);
-		fclose(f);
-	} else if (c->prompt) {
-		fputs(c->prompt, stdout);
-	}
-	fflush(stdout);
-}
-
 static int run(int argc, char **argv)
 {
 	struct strata_engine *e;
@@ -110,7 +92,7 @@ static int run(int argc, char **argv)
 	rs.n = (uint32_t)n;
 	rs.quiet = e->cfg.dump_logits != NULL;
 	if (!rs.quiet)
-		print_prompt(&e->cfg);
+		fwrite(e->prompt_text, 1, e->prompt_len, stdout);
 	rc = strata_generate(e, prompt, (uint32_t)n, e->cfg.n_predict, on_token, &rs, &st);
 	if (!rs.quiet)
 		printf("\n");

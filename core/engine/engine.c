@@ -116,6 +116,7 @@ void strata_engine_free(struct strata_engine *e)
 	strata_model_free(e->model);
 	free(e->logits);
 	free(e->dump);
+	free(e->prompt_text);
 	strata_config_free(&e->cfg);
 	free(e);
 }
@@ -170,7 +171,10 @@ int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids)
 	if (c->add_bos != 0)
 		flags |= STRATA_TOK_ADD_BOS; /* auto: the tokenizer follows the vocab */
 	rc = strata_tokenize(e->tok, text ? text : "", len, flags, ids);
-	free(text);
+	/* Kept so the caller can echo the prompt without reading the file again. */
+	free(e->prompt_text);
+	e->prompt_text = text;
+	e->prompt_len = len;
 	return rc;
 }
 

@@ -28,6 +28,8 @@ struct strata_engine {
 	float *logits;                  /* [n_vocab]: after the last token fed */
 	float *dump;                    /* [n_ctx][n_vocab] when --dump-logits */
 	int failed;                     /* a forward inside a path plugin failed */
+	char *prompt_text;              /* the text strata_engine_prompt_tokens read */
+	size_t prompt_len;
 };
 
 /*

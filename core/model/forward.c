@@ -30,7 +30,6 @@ struct strata_seq {
 	float *ffn_out;    /* [B][n_embd] */
 	struct strata_moe_ws *moe; /* NULL for dense models */
 	float *scores;     /* [SEQ_MAX_THREADS][stride] */
-	int scores_threads;
 	float *inv_freq;   /* [n_rot/2] */
 };
 
@@ -72,7 +71,6 @@ int strata_seq_create(const struct strata_model *m, uint32_t n_ctx, uint32_t max
 	s->kv_dim_v = hp->n_head_kv * hp->head_dim_v;
 	B = max_batch;
 	ctx = s->stride;
-	s->scores_threads = SEQ_MAX_THREADS;
 	s->k = xcalloc((size_t)hp->n_layer * ctx, s->kv_dim * sizeof(float));
 	s->v = xcalloc((size_t)hp->n_layer * ctx, s->kv_dim_v * sizeof(float));
 	s->kb = xcalloc(B, s->kv_dim * sizeof(float));
