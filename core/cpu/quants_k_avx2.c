@@ -273,14 +273,22 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 
 typedef void (*tile_fn)(const struct strata_mm_args *a, int64_t r, int64_t t0);
 
+/* Rows in blocks of RB so a tile's activations are read from L1 by the
+ * whole block (see quants_k_avx512.c). */
+#define RB 16
+
 static void run_tiles(tile_fn const tab[NT_MAX], const struct strata_mm_args *a)
 {
-	for (int64_t r = 0; r < a->nr; r++)
+	for (int64_t r0 = 0; r0 < a->nr; r0 += RB) {
+		int64_t r1 = a->nr - r0 < RB ? a->nr : r0 + RB;
+
 		for (int64_t t = 0; t < a->nt; t += NT_MAX) {
 			int nt = a->nt - t < NT_MAX ? (int)(a->nt - t) : NT_MAX;
 
-			tab[nt - 1](a, r, t);
+			for (int64_t r = r0; r < r1; r++)
+				tab[nt - 1](a, r, t);
 		}
+	}
 }
 
 #define DEF_TILE(name, T, bytes, nt)                                         \

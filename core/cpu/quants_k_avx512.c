@@ -6,9 +6,10 @@
  * A tile is one weight row against up to eight tokens: the row's
  * super-block is unpacked once into four vectors of 64 unsigned bytes in
  * the natural value order (so activations load straight from the shared
- * Q8_K layout) plus four vectors of int16 sub-block scales, and then every
- * token costs, per 256 values, four vpmaddubsw (u8 x s8 -> pairs, which
- * cannot saturate: |w| <= 63, |x| <= 127) and four vpdpwssd (pairs x scale,
+ * Q8_K layout) plus two vectors of int16 sub-block scales, and then every
+ * token costs, per 256 values, four vpdpbusd (u8 x s8, four products per
+ * int32 lane, which fit int16: |w| <= 63, |x| <= 127), two vpackssdw that
+ * pair the four-product sums as int16, and two vpdpwssd (pairs x scale,
  * accumulated in int32), so the whole super-block's integer dot, scales
  * included, lands in one int32 vector.  Offsets are folded in through the
  * activations' 16-value sums: Q6_K's -32 and Q3_K's -4 go into the same
@@ -16,11 +17,14 @@
  * vector, packed beside the first one's halves so that one conversion and
  * one FMA against [d x8 | -dmin x8] finish the super-block.
  *
- * Profile (2-core Zen 5, 3.3 GHz): ~3.3 ns per row x token x super-block,
- * about 80% of what two vector multiplies per cycle allow for the ~17
- * vector operations involved; the rest is the row unpacking.  Two
- * alternatives measured the same: one vpdpbusd per 64 values with the
- * sub-block scales applied in float, and tiles of sixteen tokens.
+ * Measured (one core of a 2-core Zen 5, 512 x 1024 weights, 64 tokens):
+ * row-outer order streamed each tile's activations from L2 once per row and
+ * ran Q4_K at 90 GMAC/s; blocking rows by 16 (run_tiles) gave 103, and
+ * vpdpbusd + vpackssdw instead of vpmaddubsw + vpdpwssd per 64 values
+ * (three multiplier instructions per 128 values instead of four) 115-121.
+ * Q6_K went from 97 to 137-146 GMAC/s the same way.  Taking the mins out of
+ * the integer vector (their activation sums precomputed per tile as floats,
+ * one FMA per token and super-block) gained only 2%: not kept.
  */
 #include <string.h>
 
@@ -42,7 +46,7 @@ enum ktype { K2, K3, K4, K5, K6 };
 /* One super-block of one row, ready for the token loop. */
 struct kblk {
 	__m512i w[4];     /* values 64k .. 64k+63 as unsigned bytes */
-	__m512i s[4];     /* int16 scale of each byte pair of w[k] */
+	__m512i s[2];     /* int16 scales in packs(dot(w[2h]), dot(w[2h+1])) order */
 	__m256i corr;     /* int16 per 16 values: offset x scale (Q3_K, Q6_K) */
 	__m256i mins;     /* int16 min per 16 values (Q2_K, Q4_K, Q5_K) */
 	__m512 d;         /* d, or [d x8 | -dmin x8] for the types with mins */
@@ -69,24 +73,34 @@ AI __m512 dm_vec(float d, float dmin)
 	return _mm512_insertf32x8(_mm512_set1_ps(d), _mm256_set1_ps(-dmin), 1);
 }
 
-/* Scale of pair lane l: src[2k + (l >= 16)] (per-32 scales). */
-AI __m512i perm32(const __m512i src, int k)
+/*
+ * The token loop sums each 64-value chunk with vpdpbusd (int32 lane i = the
+ * four products 4i..4i+3) and packs two chunks' sums into int16 with
+ * vpackssdw, which interleaves per 128-bit lane: int16 lane 8L + j holds
+ * lane 4L + j of the first chunk (j < 4) or lane 4L + j - 4 of the second.
+ * These give the scale index of every int16 lane for chunks 2h, 2h + 1.
+ * Per-32 scales: chunk c covers sub-blocks 2c (lanes 0-7) and 2c + 1.
+ */
+AI __m512i scales32(const __m512i src, int h)
 {
-	const __m512i idx = _mm512_add_epi16(
-		_mm512_set1_epi16((short)(2 * k)),
-		_mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1));
+	const __m512i idx = _mm512_add_epi16(_mm512_set1_epi16((short)(4 * h)),
+		_mm512_setr_epi64(0x0000000000000000ll, 0x0002000200020002ll,
+				  0x0000000000000000ll, 0x0002000200020002ll,
+				  0x0001000100010001ll, 0x0003000300030003ll,
+				  0x0001000100010001ll, 0x0003000300030003ll));
 
 	return _mm512_permutexvar_epi16(idx, src);
 }
 
-/* Scale of pair lane l: src[4k + l / 8] (per-16 scales). */
-AI __m512i perm16(const __m512i src, int k)
+/* Per-16 scales: chunk c covers 16-value groups 4c .. 4c + 3, group L of a
+ * chunk is its int32 lanes 4L .. 4L + 3, i.e. 128-bit lane L. */
+AI __m512i scales16(const __m512i src, int h)
 {
-	const __m512i idx = _mm512_add_epi16(
-		_mm512_set1_epi16((short)(4 * k)),
-		_mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll,
-				  0x0002000200020002ll, 0x0002000200020002ll,
-				  0x0003000300030003ll, 0x0003000300030003ll));
+	const __m512i idx = _mm512_add_epi16(_mm512_set1_epi16((short)(8 * h)),
+		_mm512_setr_epi64(0x0000000000000000ll, 0x0004000400040004ll,
+				  0x0001000100010001ll, 0x0005000500050005ll,
+				  0x0002000200020002ll, 0x0006000600060006ll,
+				  0x0003000300030003ll, 0x0007000700070007ll));
 
 	return _mm512_permutexvar_epi16(idx, src);
 }
@@ -152,10 +166,10 @@ AI void unpack(enum ktype T, const uint8_t *b, struct kblk *o)
 
 		o->mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4),
 							     _mm_set1_epi8(0x0f)));
-		UNROLL4 for (int k = 0; k < 4; k++) {
+		UNROLL4 for (int k = 0; k < 4; k++)
 			o->w[k] = unpack2(b + 16, k);
-			o->s[k] = perm16(sc, k);
-		}
+		o->s[0] = scales16(sc, 0);
+		o->s[1] = scales16(sc, 1);
 		o->d = dm_vec(ld_fp16(b + 80), ld_fp16(b + 82));
 		break;
 	}
@@ -173,8 +187,9 @@ AI void unpack(enum ktype T, const uint8_t *b, struct kblk *o)
 
 			o->w[k] = unpack2(b + 32, k);
 			o->w[k] = _mm512_mask_add_epi8(o->w[k], hi, o->w[k], _mm512_set1_epi8(4));
-			o->s[k] = perm16(_mm512_zextsi256_si512(sc), k);
 		}
+		o->s[0] = scales16(_mm512_zextsi256_si512(sc), 0);
+		o->s[1] = scales16(_mm512_zextsi256_si512(sc), 1);
 		o->d = _mm512_set1_ps(ld_fp16(b + 108));
 		break;
 	}
@@ -199,8 +214,9 @@ AI void unpack(enum ktype T, const uint8_t *b, struct kblk *o)
 					_mm512_test_epi8_mask(qh, bit), o->w[k],
 					_mm512_set1_epi8(16));
 			}
-			o->s[k] = perm32(sm, k);
 		}
+		o->s[0] = scales32(sm, 0);
+		o->s[1] = scales32(sm, 1);
 		o->d = dm_vec(ld_fp16(b), ld_fp16(b + 2));
 		break;
 	}
@@ -223,8 +239,8 @@ AI void unpack(enum ktype T, const uint8_t *b, struct kblk *o)
 				_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
 				_mm512_and_si512(srl2(h, 0, 2), m30));
 		}
-		UNROLL4 for (int k = 0; k < 4; k++)
-			o->s[k] = perm16(sc, k);
+		o->s[0] = scales16(sc, 0);
+		o->s[1] = scales16(sc, 1);
 		o->d = _mm512_set1_ps(ld_fp16(b + 208));
 		break;
 	}
@@ -265,11 +281,17 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 			else
 				is[u] = _mm512_setzero_si512();
 		}
-		UNROLL4 for (int j = 0; j < 4; j++)
-			UNROLL for (int u = 0; u < NT; u++)
-				is[u] = _mm512_dpwssd_epi32(is[u], _mm512_maddubs_epi16(o.w[j],
-					_mm512_loadu_si512(STRATA_Q8K_QS(x[u]) + b * QK + 64 * j)),
-					o.s[j]);
+		UNROLL for (int h = 0; h < 2; h++)
+			UNROLL for (int u = 0; u < NT; u++) {
+				const int8_t *xq = STRATA_Q8K_QS(x[u]) + b * QK + 128 * h;
+				__m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+					o.w[2 * h], _mm512_loadu_si512(xq));
+				__m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+					o.w[2 * h + 1], _mm512_loadu_si512(xq + 64));
+
+				is[u] = _mm512_dpwssd_epi32(is[u], _mm512_packs_epi32(p0, p1),
+							    o.s[h]);
+			}
 		UNROLL for (int u = 0; u < NT; u++) {
 			const __m512 dx = _mm512_set1_ps(STRATA_Q8K_D(x[u], k)[b]);
 
@@ -294,14 +316,27 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 
 typedef void (*tile_fn)(const struct strata_mm_args *a, int64_t r, int64_t t0);
 
+/*
+ * Rows in blocks of RB, so one tile's activations (8 tokens x ~1.2 KB per
+ * 1024 values) are read from L1 by RB rows before the next tile's come in,
+ * while the block's rows (RB x 576 bytes of Q4_K at 1024 values) stay in
+ * L1 too.  Row-outer order streamed every tile from L2 for every row, and
+ * that, not the arithmetic, bounded batches over ~16 tokens.
+ */
+#define RB 16
+
 static void run_tiles(tile_fn const tab[NT_MAX], const struct strata_mm_args *a)
 {
-	for (int64_t r = 0; r < a->nr; r++)
+	for (int64_t r0 = 0; r0 < a->nr; r0 += RB) {
+		int64_t r1 = a->nr - r0 < RB ? a->nr : r0 + RB;
+
 		for (int64_t t = 0; t < a->nt; t += NT_MAX) {
 			int nt = a->nt - t < NT_MAX ? (int)(a->nt - t) : NT_MAX;
 
-			tab[nt - 1](a, r, t);
+			for (int64_t r = r0; r < r1; r++)
+				tab[nt - 1](a, r, t);
 		}
+	}
 }
 
 #define DEF_TILE(name, T, bytes, nt)                                         \
