@@ -422,35 +422,78 @@ void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
 /* ---- many products in one dispatch ------------------------------------------- */
 
 #define MANY_MAX 1040
+#define GATHER_GRAIN 16 /* rows copied per grab of the gather counter */
+
+/* Copy n rows (`rows` of src) into dst, len bytes each. */
+struct gather_job {
+	const uint8_t *src; /* NULL until the conversion src_q has a buffer */
+	int src_q;          /* conversion the rows come from, or -1 (floats) */
+	size_t src_stride, len, dst_stride;
+	const uint32_t *rows;
+	int64_t n;
+	uint8_t *dst;
+};
 
 struct many_job {
-	int n;
+	int n, nq, ng;
 	struct mm_job jobs[MANY_MAX];
 	int64_t first[MANY_MAX + 1];   /* prefix sums of the items' chunk counts */
-	const struct quant_job *quant[MANY_MAX]; /* conversions to run, or NULL */
 	struct quant_job qjobs[MANY_MAX];
 	int64_t quant_first[MANY_MAX + 1];
-	int nq;
+	struct gather_job gjobs[MANY_MAX];
+	int64_t gather_first[MANY_MAX + 1];
+	const uint8_t *x[MANY_MAX];    /* each item's activations (scratch offset */
+	size_t x_stride[MANY_MAX];     /* until the scratch exists), row stride */
+	int x_src[MANY_MAX];           /* 0 caller's floats, 1 conversion, 2 gather */
+	int x_idx[MANY_MAX];           /* which conversion / gather */
 	_Alignas(64) _Atomic int64_t next;
 	_Alignas(64) _Atomic int64_t qnext;
+	_Alignas(64) _Atomic int64_t gnext;
 };
 
 static void many_quant_task(void *arg, int ith, int nth)
 {
 	struct many_job *m = arg;
 	int64_t total = m->quant_first[m->nq];
+	int i = 0;
 
+	(void)ith;
+	(void)nth;
 	for (int64_t c = atomic_fetch_add(&m->qnext, 1); c < total;
 	     c = atomic_fetch_add(&m->qnext, 1)) {
-		int i = 0;
+		const struct quant_job *q;
+		int64_t t;
 
 		while (m->quant_first[i + 1] <= c)
 			i++;
-		{
-			const struct quant_job *q = &m->qjobs[i];
-			int64_t t = c - m->quant_first[i];
+		q = &m->qjobs[i];
+		t = c - m->quant_first[i];
+		q->quantize(q->x + t * q->ldx, q->dst + (size_t)t * q->stride, q->k);
+	}
+}
 
-			q->quantize(q->x + t * q->ldx, q->dst + (size_t)t * q->stride, q->k);
+static void many_gather_task(void *arg, int ith, int nth)
+{
+	struct many_job *m = arg;
+	int64_t total = m->gather_first[m->ng];
+	int i = 0;
+
+	(void)ith;
+	(void)nth;
+	for (int64_t c = atomic_fetch_add(&m->gnext, GATHER_GRAIN); c < total;
+	     c = atomic_fetch_add(&m->gnext, GATHER_GRAIN)) {
+		int64_t end = c + GATHER_GRAIN < total ? c + GATHER_GRAIN : total;
+
+		for (; c < end; c++) {
+			const struct gather_job *g;
+			int64_t t;
+
+			while (m->gather_first[i + 1] <= c)
+				i++;
+			g = &m->gjobs[i];
+			t = c - m->gather_first[i];
+			memcpy(g->dst + (size_t)t * g->dst_stride,
+			       g->src + (size_t)g->rows[t] * g->src_stride, g->len);
 		}
 	}
 }
@@ -461,6 +504,8 @@ static void many_mm_task(void *arg, int ith, int nth)
 	int64_t total = m->first[m->n];
 	int i = 0;
 
+	(void)ith;
+	(void)nth;
 	for (int64_t c = atomic_fetch_add(&m->next, 1); c < total;
 	     c = atomic_fetch_add(&m->next, 1)) {
 		while (m->first[i + 1] <= c)
@@ -469,91 +514,175 @@ static void many_mm_task(void *arg, int ith, int nth)
 	}
 }
 
-void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *items, int n)
+static size_t align64(size_t n)
 {
-	struct many_job *m = tls_buf(TLS_MANY, sizeof(*m));
-	size_t offs[MANY_MAX], bytes = 0;
-	int nth = strata_pool_size(pool), src[MANY_MAX];
-	int64_t macs = 0;
-	uint8_t *scratch = NULL;
+	return (n + 63) & ~(size_t)63;
+}
 
-	if (n <= 0)
-		return;
-	if (n > MANY_MAX) {
-		for (int i = 0; i < n; i++)
-			strata_matmul(pool, items[i].W, items[i].x, items[i].ldx, items[i].n_tok,
-				      items[i].y, items[i].ldy);
-		return;
+/* The conversion of x (n_src rows) that item `it` needs, made if new;
+ * *bytes grows by the scratch it takes. */
+static int many_conversion(struct many_job *m, const struct strata_mm_item *it,
+			   const struct strata_act_ops *ao, int64_t n_src, size_t *bytes)
+{
+	struct quant_job *q;
+
+	for (int j = m->nq - 1; j >= 0; j--) {
+		q = &m->qjobs[j];
+		if (q->x == it->x && q->ldx == it->ldx && q->n_tok == n_src &&
+		    q->k == it->W->cols && q->quantize == ao->quantize)
+			return j;
 	}
-	if (!m) {
-		for (int i = 0; i < n; i++)
-			strata_matmul(pool, items[i].W, items[i].x, items[i].ldx, items[i].n_tok,
-				      items[i].y, items[i].ldy);
-		return;
-	}
-	memset(m, 0, offsetof(struct many_job, next));
-	m->n = n;
-	/* Plan the activation conversions: one per distinct input. */
+	q = &m->qjobs[m->nq];
+	q->quantize = ao->quantize;
+	q->x = it->x;
+	q->ldx = it->ldx;
+	q->k = it->W->cols;
+	q->n_tok = n_src;
+	q->stride = ao->row_bytes(it->W->cols);
+	q->dst = (uint8_t *)(uintptr_t)*bytes; /* an offset until the scratch exists */
+	*bytes += align64(q->stride * (size_t)n_src);
+	return m->nq++;
+}
+
+/* A gather of it->rows into a new scratch region of len-byte rows. */
+static int many_gather(struct many_job *m, const struct strata_mm_item *it, int src_q,
+		       size_t src_stride, size_t len, size_t *bytes)
+{
+	struct gather_job *g = &m->gjobs[m->ng];
+
+	g->src = src_q < 0 ? (const uint8_t *)it->x : NULL;
+	g->src_q = src_q;
+	g->src_stride = src_stride;
+	g->len = len;
+	g->dst_stride = len;
+	g->rows = it->rows;
+	g->n = it->n_tok;
+	g->dst = (uint8_t *)(uintptr_t)*bytes;
+	*bytes += align64(len * (size_t)it->n_tok);
+	return m->ng++;
+}
+
+/* Decide where each item's activations come from; returns scratch bytes. */
+static size_t many_plan_inputs(struct many_job *m, const struct strata_mm_item *items,
+			       int n, int64_t *macs)
+{
+	size_t bytes = 0;
+
 	for (int i = 0; i < n; i++) {
 		const struct strata_mm_item *it = &items[i];
 		const struct strata_kern_level *lv = level_for(it->W->type);
 		const struct strata_type_ops *to = &lv->type[it->W->type];
+		const int64_t cols = it->W->cols;
 
-		src[i] = -1;
-		macs += it->W->rows * it->W->cols * it->n_tok;
-		if (to->act == STRATA_ACT_F32)
-			continue;
-		if (i > 0 && src[i - 1] >= 0 && items[i - 1].x == it->x &&
-		    items[i - 1].ldx == it->ldx && items[i - 1].n_tok == it->n_tok &&
-		    items[i - 1].W->cols == it->W->cols &&
-		    m->qjobs[src[i - 1]].quantize == lv->act[to->act].quantize) {
-			src[i] = src[i - 1];
-			continue;
-		}
-		{
-			struct quant_job *q = &m->qjobs[m->nq];
+		*macs += it->W->rows * cols * it->n_tok;
+		if (to->act == STRATA_ACT_F32 && !it->rows) {
+			m->x_src[i] = 0;
+			m->x[i] = (const uint8_t *)it->x;
+			m->x_stride[i] = (size_t)it->ldx * sizeof(float);
+		} else if (to->act == STRATA_ACT_F32) {
+			m->x_src[i] = 2;
+			m->x_idx[i] = many_gather(m, it, -1, (size_t)it->ldx * sizeof(float),
+						  (size_t)cols * sizeof(float), &bytes);
+			m->x_stride[i] = (size_t)cols * sizeof(float);
+		} else {
+			const struct strata_act_ops *ao = &lv->act[to->act];
+			int q = many_conversion(m, it, ao, it->rows ? it->n_x : it->n_tok,
+						&bytes);
 
-			q->quantize = lv->act[to->act].quantize;
-			q->x = it->x;
-			q->ldx = it->ldx;
-			q->k = it->W->cols;
-			q->n_tok = it->n_tok;
-			q->stride = lv->act[to->act].row_bytes(it->W->cols);
-			offs[m->nq] = bytes;
-			bytes += (q->stride * (size_t)it->n_tok + 63) & ~(size_t)63;
-			src[i] = m->nq++;
+			m->x_stride[i] = m->qjobs[q].stride;
+			if (it->rows) {
+				m->x_src[i] = 2;
+				m->x_idx[i] = many_gather(m, it, q, m->qjobs[q].stride,
+							  m->qjobs[q].stride, &bytes);
+			} else {
+				m->x_src[i] = 1;
+				m->x_idx[i] = q;
+			}
 		}
 	}
+	return bytes;
+}
+
+static void many_fallback(struct strata_pool *pool, const struct strata_mm_item *items, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct strata_mm_item *it = &items[i];
+
+		if (!it->rows) {
+			strata_matmul(pool, it->W, it->x, it->ldx, it->n_tok, it->y, it->ldy);
+			continue;
+		}
+		for (int64_t t = 0; t < it->n_tok; t++)
+			strata_matmul(pool, it->W, it->x + (size_t)it->rows[t] * it->ldx, it->ldx,
+				      1, it->y + t * it->ldy, it->ldy);
+	}
+}
+
+/* Run phase fn over the pool when there is more than one unit of work. */
+static void many_phase(struct strata_pool *pool, strata_task_fn fn, struct many_job *m,
+		       int nth, int64_t units)
+{
+	if (nth > 1 && units > 1)
+		strata_pool_run_n(pool, fn, m, units < nth ? (int)units : nth);
+	else
+		fn(m, 0, 1);
+}
+
+void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *items, int n)
+{
+	struct many_job *m = n <= MANY_MAX ? tls_buf(TLS_MANY, sizeof(*m)) : NULL;
+	int nth = strata_pool_size(pool);
+	int64_t macs = 0;
+	uint8_t *scratch = NULL;
+	size_t bytes;
+
+	if (n <= 0)
+		return;
+	if (!m) {
+		many_fallback(pool, items, n);
+		return;
+	}
+	/* Every other field is written before it is read: clearing the ~400 KB
+	 * struct per call would cost decode more than the products it runs. */
+	m->n = n;
+	m->nq = m->ng = 0;
+	m->first[0] = m->quant_first[0] = m->gather_first[0] = 0;
+	bytes = many_plan_inputs(m, items, n, &macs);
 	if (bytes) {
 		scratch = pool ? strata_pool_scratch(pool, bytes) : tls_scratch(bytes);
-		if (!scratch) { /* fall back to one product at a time */
-			for (int i = 0; i < n; i++)
-				strata_matmul(pool, items[i].W, items[i].x, items[i].ldx,
-					      items[i].n_tok, items[i].y, items[i].ldy);
+		if (!scratch) {
+			many_fallback(pool, items, n);
 			return;
 		}
 	}
 	for (int q = 0; q < m->nq; q++) {
-		m->qjobs[q].dst = scratch + offs[q];
+		m->qjobs[q].dst = scratch + (uintptr_t)m->qjobs[q].dst;
 		m->quant_first[q + 1] = m->quant_first[q] + m->qjobs[q].n_tok;
+	}
+	for (int g = 0; g < m->ng; g++) {
+		struct gather_job *gj = &m->gjobs[g];
+
+		gj->dst = scratch + (uintptr_t)gj->dst;
+		if (gj->src_q >= 0)
+			gj->src = m->qjobs[gj->src_q].dst;
+		m->gather_first[g + 1] = m->gather_first[g] + gj->n;
 	}
 	if (macs / MM_MIN_MACS_PER_THREAD < nth)
 		nth = (int)(macs / MM_MIN_MACS_PER_THREAD);
 	if (nth < 1)
 		nth = 1;
-	if (m->nq) {
-		atomic_init(&m->qnext, 0);
-		if (nth > 1 && m->quant_first[m->nq] > 1)
-			strata_pool_run_n(pool, many_quant_task, m, nth);
-		else
-			many_quant_task(m, 0, 1);
-	}
+	atomic_init(&m->qnext, 0);
+	atomic_init(&m->gnext, 0);
+	if (m->nq)
+		many_phase(pool, many_quant_task, m, nth, m->quant_first[m->nq]);
+	if (m->ng)
+		many_phase(pool, many_gather_task, m, nth,
+			   (m->gather_first[m->ng] + GATHER_GRAIN - 1) / GATHER_GRAIN);
 	for (int i = 0; i < n; i++) {
 		const struct strata_mm_item *it = &items[i];
-		const struct strata_kern_level *lv = level_for(it->W->type);
 		struct mm_job *j = &m->jobs[i];
 
-		j->mm = lv->type[it->W->type].mm;
+		j->mm = level_for(it->W->type)->type[it->W->type].mm;
 		j->base.w = it->W->data;
 		j->base.w_stride = it->W->row_bytes;
 		j->base.y = it->y;
@@ -561,23 +690,16 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 		j->base.k = it->W->cols;
 		j->rows = it->W->rows;
 		j->n_tok = it->n_tok;
-		if (src[i] < 0) {
-			j->base.x = (const uint8_t *)it->x;
-			j->base.x_stride = (size_t)it->ldx * sizeof(float);
-		} else {
-			j->base.x = m->qjobs[src[i]].dst;
-			j->base.x_stride = m->qjobs[src[i]].stride;
-		}
+		j->base.x = m->x_src[i] == 0 ? m->x[i]
+			  : m->x_src[i] == 1 ? m->qjobs[m->x_idx[i]].dst
+					     : m->gjobs[m->x_idx[i]].dst;
+		j->base.x_stride = m->x_stride[i];
 		/* Fewer, larger chunks per item: the items themselves spread the work. */
 		mm_plan(j, n >= nth ? 1 : nth);
 		m->first[i + 1] = m->first[i] + j->n_chunks;
 	}
 	atomic_init(&m->next, 0);
-	if (nth > 1 && m->first[n] > 1)
-		strata_pool_run_n(pool, many_mm_task, m,
-				  m->first[n] < nth ? (int)m->first[n] : nth);
-	else
-		many_mm_task(m, 0, 1);
+	many_phase(pool, many_mm_task, m, nth, m->first[n]);
 }
 
 /* ---- vectors ---------------------------------------------------------------- */

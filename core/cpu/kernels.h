@@ -81,20 +81,29 @@ void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
 		   const float *x, int64_t ldx, int64_t n_tok, float *y,
 		   int64_t ldy);
 
-/* One product of strata_matmul_many(): y = W x for n_tok tokens. */
+/*
+ * One product of strata_matmul_many(): y = W x for n_tok tokens.  Token t
+ * is row t of x, or with `rows`, row rows[t] of x (x then has n_x rows and
+ * every rows[t] < n_x): the MoE experts read their tokens this way, so x is
+ * converted to the activation format once for all experts and only the
+ * converted rows are gathered.  Initialisers may leave rows/n_x out.
+ */
 struct strata_mm_item {
 	const struct strata_mat *W;
 	const float *x;
 	int64_t ldx, n_tok;
 	float *y;
 	int64_t ldy;
+	const uint32_t *rows; /* NULL: token t is row t */
+	int64_t n_x;          /* with rows: rows of x */
 };
 
 /*
  * Several independent products in one pass over the pool: the activations
- * of every item are converted first (an item whose x, ldx, n_tok and
- * activation format equal the previous item's reuses its conversion), then
- * all row/token chunks of all items are handed out from one counter.  This
+ * of every item are converted first (items with the same x, ldx, row count
+ * and activation format share one conversion; items with `rows` then copy
+ * their converted rows together), then all row/token chunks of all items
+ * are handed out from one counter.  This
  * is how the experts of a MoE layer (and q/k/v, gate/up) run: one wake-up of
  * the pool instead of one per matrix.  Items must not write to each other's
  * inputs.  More than 1040 items run one matmul at a time.

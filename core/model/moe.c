@@ -17,9 +17,8 @@ struct strata_moe_ws {
 	uint32_t *start;  /* [n_expert] offset into the grouped lists */
 	uint32_t *tok;    /* [B*k] token of each (expert, slot), grouped by expert */
 	float *tokw;      /* [B*k] weight of each */
-	float *xg;        /* [B*k][n_embd] inputs gathered by expert */
 	float *g, *u;     /* [B*k][n_ff_exp] */
-	float *d;         /* [B*k][n_embd] expert outputs, grouped like xg */
+	float *d;         /* [B*k][n_embd] expert outputs, grouped by expert */
 	float *gs, *us;   /* [B][n_ff_shexp] shared expert */
 	struct strata_mm_item *items; /* [2*n_expert + 2] one pass's products */
 	struct strata_mat *mats;      /* [3*n_expert] the experts' matrices */
@@ -48,7 +47,6 @@ void strata_moe_ws_free(struct strata_moe_ws *ws)
 	free(ws->start);
 	free(ws->tok);
 	free(ws->tokw);
-	free(ws->xg);
 	free(ws->g);
 	free(ws->u);
 	free(ws->d);
@@ -76,7 +74,6 @@ int strata_moe_ws_create(const struct strata_hparams *hp, uint32_t max_batch,
 	ws->start = zalloc(ne, sizeof(uint32_t));
 	ws->tok = zalloc(B * k, sizeof(uint32_t));
 	ws->tokw = zalloc(B * k, sizeof(float));
-	ws->xg = zalloc(B * k, hp->n_embd * sizeof(float));
 	ws->g = zalloc(B * k, hp->n_ff_exp * sizeof(float));
 	ws->u = zalloc(B * k, hp->n_ff_exp * sizeof(float));
 	ws->d = zalloc(B * k, hp->n_embd * sizeof(float));
@@ -85,7 +82,7 @@ int strata_moe_ws_create(const struct strata_hparams *hp, uint32_t max_batch,
 	ws->gs = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
 	ws->us = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
 	if (!ws->logits || !ws->sel || !ws->w || !ws->count || !ws->start || !ws->tok ||
-	    !ws->tokw || !ws->xg || !ws->g || !ws->u || !ws->d || !ws->gs || !ws->us ||
+	    !ws->tokw || !ws->g || !ws->u || !ws->d || !ws->gs || !ws->us ||
 	    !ws->items || !ws->mats) {
 		strata_moe_ws_free(ws);
 		return -ENOMEM;
@@ -155,8 +152,9 @@ static inline float silu(float x)
 /*
  * Every active expert (and the shared one) in two passes over the pool:
  * gate and up of all of them, then down of all of them.  Expert x's tokens
- * are gathered into rows start[x].. of xg, so its products are batched
- * matmuls over exactly its tokens.
+ * are the list tok[start[x]..]: its gate/up products read those rows of xn
+ * (converted once, gathered by the matmul) and write rows start[x].. of g
+ * and u, so each is a batched matmul over exactly its tokens.
  */
 static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
 			const struct strata_hparams *hp, const struct strata_layer *L,
@@ -168,8 +166,6 @@ static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
 	struct strata_mat *mats = ws->mats;
 	int ni = 0, nm = 0;
 
-	for (size_t i = 0; i < slots; i++)
-		memcpy(ws->xg + i * e, xn + (size_t)ws->tok[i] * e, e * sizeof(float));
 	for (uint32_t x = 0; x < hp->n_expert; x++) {
 		uint32_t c = ws->count[x], s0 = ws->start[x];
 
@@ -177,15 +173,20 @@ static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
 			continue;
 		mats[nm] = strata_expert(&L->gate_exps, x);
 		mats[nm + 1] = strata_expert(&L->up_exps, x);
-		it[ni++] = (struct strata_mm_item){ &mats[nm], ws->xg + (size_t)s0 * e, e, c,
-						    ws->g + (size_t)s0 * f, f };
-		it[ni++] = (struct strata_mm_item){ &mats[nm + 1], ws->xg + (size_t)s0 * e, e, c,
-						    ws->u + (size_t)s0 * f, f };
+		/* xn is converted once for all experts; each gathers its rows */
+		it[ni++] = (struct strata_mm_item){ .W = &mats[nm], .x = xn, .ldx = e, .n_tok = c,
+						    .y = ws->g + (size_t)s0 * f, .ldy = f,
+						    .rows = ws->tok + s0, .n_x = n };
+		it[ni++] = (struct strata_mm_item){ .W = &mats[nm + 1], .x = xn, .ldx = e,
+						    .n_tok = c, .y = ws->u + (size_t)s0 * f,
+						    .ldy = f, .rows = ws->tok + s0, .n_x = n };
 		nm += 2;
 	}
 	if (L->has_shexp) {
-		it[ni++] = (struct strata_mm_item){ &L->gate_shexp, xn, e, n, ws->gs, fs };
-		it[ni++] = (struct strata_mm_item){ &L->up_shexp, xn, e, n, ws->us, fs };
+		it[ni++] = (struct strata_mm_item){ .W = &L->gate_shexp, .x = xn, .ldx = e,
+						    .n_tok = n, .y = ws->gs, .ldy = fs };
+		it[ni++] = (struct strata_mm_item){ .W = &L->up_shexp, .x = xn, .ldx = e,
+						    .n_tok = n, .y = ws->us, .ldy = fs };
 	}
 	strata_matmul_many(pool, it, ni);
 	for (size_t i = 0; i < slots * f; i++)
@@ -199,11 +200,13 @@ static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
 		if (!c)
 			continue;
 		mats[nm] = strata_expert(&L->down_exps, x);
-		it[ni++] = (struct strata_mm_item){ &mats[nm++], ws->g + (size_t)s0 * f, f, c,
-						    ws->d + (size_t)s0 * e, e };
+		it[ni++] = (struct strata_mm_item){ .W = &mats[nm++], .x = ws->g + (size_t)s0 * f,
+						    .ldx = f, .n_tok = c,
+						    .y = ws->d + (size_t)s0 * e, .ldy = e };
 	}
 	if (L->has_shexp)
-		it[ni++] = (struct strata_mm_item){ &L->down_shexp, ws->gs, fs, n, out, e };
+		it[ni++] = (struct strata_mm_item){ .W = &L->down_shexp, .x = ws->gs, .ldx = fs,
+						    .n_tok = n, .y = out, .ldy = e };
 	strata_matmul_many(pool, it, ni);
 	if (!L->has_shexp)
 		memset(out, 0, (size_t)n * e * sizeof(float));
