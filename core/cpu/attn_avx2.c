@@ -2,6 +2,7 @@
  * attn_avx2.c - attention scores with AVX2 + FMA: 32 positions per pass.
  */
 #include "attn.h"
+#include "attn_heads.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -41,5 +42,12 @@ void strata_attn_scores_avx2(const float *q, const float *kt, size_t stride, int
 		for (uint32_t i = 0; i < 8 && j0 + i < len; i++)
 			sc[j0 + i] = tmp[i];
 	}
+}
+
+/* The portable loops, vectorised by the compiler at this level. */
+void strata_attn_heads_avx2(STRATA_ATTN_HEADS_ARGS)
+{
+	attn_heads_portable(q, qstride, G, kt, kstride, hd, v, vstride, hdv, len, scale, o,
+			    ostride, sc);
 }
 #endif

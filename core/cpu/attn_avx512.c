@@ -1,11 +1,15 @@
 /*
- * attn_avx512.c - attention scores with AVX-512: 64 positions per pass, four
- * accumulators kept in registers across every dimension of the head.
+ * attn_avx512.c - attention with AVX-512.  Scores: 64 positions per pass,
+ * accumulators kept in registers across every dimension of the head, for up
+ * to four query heads that share the keys.  Softmax: a vector exp.  Values:
+ * up to 64 value dimensions x four heads accumulated in registers while the
+ * positions pass, each value row loaded once for all of them.
  */
 #include "attn.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <math.h>
 
 void strata_attn_scores_avx512(const float *q, const float *kt, size_t stride, int hd,
 			       uint32_t len, float scale, float *sc)
@@ -39,6 +43,188 @@ void strata_attn_scores_avx512(const float *q, const float *kt, size_t stride, i
 			a = _mm512_fmadd_ps(_mm512_set1_ps(q[d]),
 					    _mm512_maskz_loadu_ps(m, kt + (size_t)d * stride + j0), a);
 		_mm512_mask_storeu_ps(sc + j0, m, _mm512_mul_ps(a, vs));
+	}
+}
+
+#define AI static inline __attribute__((always_inline))
+
+/*
+ * exp(x) for x <= 0 (softmax arguments): 2^n * p(r), n = round(x log2 e),
+ * r = x - n ln 2 (two-part ln 2, |r| <= 0.35), p the degree-6 Taylor
+ * polynomial: relative error under 2e-7.  Below -88 the result is ~0.
+ */
+AI __m512 exp_neg(__m512 x)
+{
+	__m512 n, r, p;
+
+	x = _mm512_max_ps(x, _mm512_set1_ps(-88.0f));
+	n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+				 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
+	p = _mm512_set1_ps(1.0f / 720.0f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	return _mm512_scalef_ps(p, n);
+}
+
+AI __mmask16 tail_mask(uint32_t n)
+{
+	return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* sc[g * ls + j] = scale * q[g] . k_j for NG heads. */
+AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks, int hd,
+		  uint32_t len, float scale, float *sc, size_t ls)
+{
+	const __m512 vs = _mm512_set1_ps(scale);
+	uint32_t j0 = 0;
+
+	for (; j0 + 64 <= len; j0 += 64) {
+		__m512 acc[4][4];
+
+		for (int g = 0; g < NG; g++)
+			for (int i = 0; i < 4; i++)
+				acc[g][i] = _mm512_setzero_ps();
+		for (int d = 0; d < hd; d++) {
+			const float *kr = kt + (size_t)d * ks + j0;
+			__m512 k[4];
+
+			for (int i = 0; i < 4; i++)
+				k[i] = _mm512_loadu_ps(kr + 16 * i);
+			for (int g = 0; g < NG; g++) {
+				__m512 qd = _mm512_set1_ps(q[(size_t)g * qs + d]);
+
+				for (int i = 0; i < 4; i++)
+					acc[g][i] = _mm512_fmadd_ps(qd, k[i], acc[g][i]);
+			}
+		}
+		for (int g = 0; g < NG; g++)
+			for (int i = 0; i < 4; i++)
+				_mm512_storeu_ps(sc + (size_t)g * ls + j0 + 16 * i,
+						 _mm512_mul_ps(acc[g][i], vs));
+	}
+	for (; j0 < len; j0 += 16) {
+		const __mmask16 m = tail_mask(len - j0);
+		__m512 acc[4];
+
+		for (int g = 0; g < NG; g++)
+			acc[g] = _mm512_setzero_ps();
+		for (int d = 0; d < hd; d++) {
+			__m512 k = _mm512_maskz_loadu_ps(m, kt + (size_t)d * ks + j0);
+
+			for (int g = 0; g < NG; g++)
+				acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)g * qs + d]), k,
+							 acc[g]);
+		}
+		for (int g = 0; g < NG; g++)
+			_mm512_mask_storeu_ps(sc + (size_t)g * ls + j0, m, _mm512_mul_ps(acc[g], vs));
+	}
+}
+
+/* Softmax of sc[0..len) in place, unnormalised; returns 1 / the sum. */
+static float softmax_row(float *sc, uint32_t len)
+{
+	__m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+	float m;
+
+	for (uint32_t j = 0; j < len; j += 16)
+		mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY),
+							    tail_mask(len - j), sc + j));
+	m = _mm512_reduce_max_ps(mx);
+	mx = _mm512_set1_ps(m);
+	for (uint32_t j = 0; j < len; j += 16) {
+		const __mmask16 k = tail_mask(len - j);
+		__m512 e = exp_neg(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, sc + j), mx));
+
+		e = _mm512_maskz_mov_ps(k, e);
+		_mm512_mask_storeu_ps(sc + j, k, e);
+		sum = _mm512_add_ps(sum, e);
+	}
+	return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+/* o[g][c0 .. c0 + 16 NC) = inv[g] * sum_j sc[g][j] v_j, NG heads. */
+AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, size_t vs,
+		  uint32_t len, int c0, int hdv, const float *inv, float *o, size_t os)
+{
+	__m512 acc[4][4];
+	__mmask16 m[4];
+
+	for (int i = 0; i < NC; i++)
+		m[i] = tail_mask((uint32_t)(hdv - c0 - 16 * i));
+	for (int g = 0; g < NG; g++)
+		for (int i = 0; i < NC; i++)
+			acc[g][i] = _mm512_setzero_ps();
+	for (uint32_t j = 0; j < len; j++) {
+		const float *vj = v + (size_t)j * vs + c0;
+		__m512 x[4];
+
+		for (int i = 0; i < NC; i++)
+			x[i] = _mm512_maskz_loadu_ps(m[i], vj + 16 * i);
+		for (int g = 0; g < NG; g++) {
+			__m512 p = _mm512_set1_ps(sc[(size_t)g * ls + j]);
+
+			for (int i = 0; i < NC; i++)
+				acc[g][i] = _mm512_fmadd_ps(p, x[i], acc[g][i]);
+		}
+	}
+	for (int g = 0; g < NG; g++)
+		for (int i = 0; i < NC; i++)
+			_mm512_mask_storeu_ps(o + (size_t)g * os + c0 + 16 * i, m[i],
+					      _mm512_mul_ps(acc[g][i], _mm512_set1_ps(inv[g])));
+}
+
+#define VALUES_NC(NG)                                                                     \
+	static void values_##NG(int nc, const float *sc, size_t ls, const float *v,       \
+				size_t vs, uint32_t len, int c0, int hdv, const float *inv, \
+				float *o, size_t os)                                      \
+	{                                                                                 \
+		switch (nc) {                                                             \
+		case 1: values_ng(NG, 1, sc, ls, v, vs, len, c0, hdv, inv, o, os); break; \
+		case 2: values_ng(NG, 2, sc, ls, v, vs, len, c0, hdv, inv, o, os); break; \
+		case 3: values_ng(NG, 3, sc, ls, v, vs, len, c0, hdv, inv, o, os); break; \
+		default: values_ng(NG, 4, sc, ls, v, vs, len, c0, hdv, inv, o, os); break; \
+		}                                                                         \
+	}                                                                                 \
+	static void heads_##NG(const float *q, size_t qs, const float *kt, size_t ks,     \
+			       int hd, const float *v, size_t vs, int hdv, uint32_t len,  \
+			       float scale, float *o, size_t os, float *sc)               \
+	{                                                                                 \
+		const size_t ls = ((size_t)len + 15) & ~(size_t)15;                       \
+		float inv[4];                                                             \
+                                                                                          \
+		scores_ng(NG, q, qs, kt, ks, hd, len, scale, sc, ls);                     \
+		for (int g = 0; g < NG; g++)                                              \
+			inv[g] = softmax_row(sc + (size_t)g * ls, len);                   \
+		for (int c0 = 0; c0 < hdv; c0 += 64) {                                    \
+			int nc = (hdv - c0 + 15) / 16;                                    \
+                                                                                          \
+			values_##NG(nc > 4 ? 4 : nc, sc, ls, v, vs, len, c0, hdv, inv,    \
+				    o, os);                                               \
+		}                                                                         \
+	}
+VALUES_NC(1)
+VALUES_NC(2)
+VALUES_NC(3)
+VALUES_NC(4)
+
+void strata_attn_heads_avx512(STRATA_ATTN_HEADS_ARGS)
+{
+	for (int g = 0; g < G; g += 4) {
+		const float *qg = q + (size_t)g * qstride;
+		float *og = o + (size_t)g * ostride;
+
+		switch (G - g >= 4 ? 4 : G - g) {
+		case 1: heads_1(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 2: heads_2(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 3: heads_3(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		default: heads_4(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		}
 	}
 }
 #endif

@@ -1,0 +1,158 @@
+/*
+ * check_attn.c - attention kernels (core/cpu/attn*.c) at every SIMD level
+ * against a float64 reference: grouped heads, odd lengths and widths, the
+ * padded key rows, and a softmax whose scores span a wide range.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cpu/attn.h"
+#include "cpu/kernels.h"
+#include "testutil.h"
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+/* Uniform in [-1, 1). */
+static float frnd(void)
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return (float)((g_rng >> 40) & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+/* One case: G heads of width hd over len positions, values hdv wide. */
+static void check_case(int G, int hd, int hdv, uint32_t len, float qscale)
+{
+	const size_t ks = ((size_t)len + 15) / 16 * 16 + 16; /* padded like the cache */
+	const size_t qs = (size_t)hd + 3, vs = (size_t)hdv + 5, os = (size_t)hdv + 7;
+	float *q = malloc(sizeof(float) * qs * G), *kt = malloc(sizeof(float) * ks * hd);
+	float *v = malloc(sizeof(float) * vs * len), *o = malloc(sizeof(float) * os * G);
+	float *sc = malloc(sizeof(float) * 4 * (((size_t)len + 15) / 16 * 16));
+	double *ref = malloc(sizeof(double) * (size_t)hdv * G), *p = malloc(sizeof(double) * len);
+	const float scale = 1.0f / sqrtf((float)hd);
+
+	for (size_t i = 0; i < qs * G; i++)
+		q[i] = frnd() * qscale;
+	for (size_t i = 0; i < ks * hd; i++)
+		kt[i] = frnd();
+	for (size_t i = 0; i < vs * len; i++)
+		v[i] = frnd();
+	for (int g = 0; g < G; g++) {
+		double mx = -INFINITY, sum = 0;
+
+		for (uint32_t j = 0; j < len; j++) {
+			double s = 0;
+
+			for (int d = 0; d < hd; d++)
+				s += (double)q[g * qs + d] * kt[d * ks + j];
+			p[j] = s * scale;
+			mx = p[j] > mx ? p[j] : mx;
+		}
+		for (uint32_t j = 0; j < len; j++)
+			sum += (p[j] = exp(p[j] - mx));
+		for (int d = 0; d < hdv; d++) {
+			double s = 0;
+
+			for (uint32_t j = 0; j < len; j++)
+				s += p[j] * v[j * vs + d];
+			ref[g * hdv + d] = s / sum;
+		}
+	}
+	for (int l = 0; l <= (int)strata_simd_detect(); l++) {
+		ck_assert_int_eq(strata_simd_set(l), 0);
+		for (size_t i = 0; i < os * G; i++)
+			o[i] = -9.0f;
+		strata_attn_heads(q, qs, G, kt, ks, hd, v, vs, hdv, len, scale, o, os, sc);
+		for (int g = 0; g < G; g++) {
+			for (int d = 0; d < hdv; d++)
+				ck_assert_msg(fabs(o[g * os + d] - ref[g * hdv + d]) <= 2e-6,
+					      "%s G %d hd %d hdv %d len %u: o[%d][%d] = %.9g, "
+					      "float64 %.9g", strata_simd_name(l), G, hd, hdv,
+					      len, g, d, o[g * os + d], ref[g * hdv + d]);
+			for (size_t d = (size_t)hdv; d < os; d++)
+				ck_assert_msg(o[g * os + d] == -9.0f, "%s wrote past hdv",
+					      strata_simd_name(l));
+		}
+	}
+	strata_simd_set(strata_simd_detect());
+	free(q);
+	free(kt);
+	free(v);
+	free(o);
+	free(sc);
+	free(ref);
+	free(p);
+}
+
+START_TEST(heads_match_float64)
+{
+	static const int Gs[] = { 1, 2, 3, 4, 5, 8 };
+	static const int dims[] = { 8, 32, 64, 80, 128 };
+	static const uint32_t lens[] = { 1, 2, 15, 16, 17, 63, 64, 65, 130, 333 };
+
+	for (size_t a = 0; a < sizeof(Gs) / sizeof(Gs[0]); a++)
+		for (size_t b = 0; b < sizeof(dims) / sizeof(dims[0]); b++)
+			for (size_t c = 0; c < sizeof(lens) / sizeof(lens[0]); c++)
+				check_case(Gs[a], dims[b], dims[(b + c) % 5], lens[c], 1.0f);
+}
+END_TEST
+
+/* Large scores: the softmax must subtract the max (exp would overflow) and
+ * the vector exp must follow expf down to where it underflows. */
+START_TEST(heads_wide_scores)
+{
+	check_case(4, 64, 64, 200, 40.0f);
+	check_case(3, 32, 48, 77, 12.0f);
+	check_case(1, 128, 128, 1000, 25.0f);
+}
+END_TEST
+
+/* The score kernel alone, against float64, at every level. */
+START_TEST(scores_match_float64)
+{
+	const int hd = 40;
+	const uint32_t len = 100;
+	const size_t ks = 128;
+	float q[40], kt[40 * 128], sc[128];
+
+	for (int i = 0; i < hd; i++)
+		q[i] = frnd();
+	for (size_t i = 0; i < sizeof(kt) / sizeof(kt[0]); i++)
+		kt[i] = frnd();
+	for (int l = 0; l <= (int)strata_simd_detect(); l++) {
+		ck_assert_int_eq(strata_simd_set(l), 0);
+		strata_attn_scores(q, kt, ks, hd, len, 0.5f, sc);
+		for (uint32_t j = 0; j < len; j++) {
+			double s = 0;
+
+			for (int d = 0; d < hd; d++)
+				s += (double)q[d] * kt[d * ks + j];
+			ck_assert_msg(fabs(sc[j] - 0.5 * s) <= 1e-5, "%s: sc[%u] = %g, want %g",
+				      strata_simd_name(l), j, sc[j], 0.5 * s);
+		}
+	}
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("attn");
+	TCase *tc = tcase_create("attn");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, heads_match_float64);
+	tcase_add_test(tc, heads_wide_scores);
+	tcase_add_test(tc, scores_match_float64);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
