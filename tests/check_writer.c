@@ -2,7 +2,8 @@
  * check_writer.c - the model writer (tools/model_writer.c, strata-writer):
  * written models have llama.cpp's tensor names, shapes and metadata and
  * exactly strata_quantize()'s bytes, load and run; the same seed gives the
- * same file; the Q4_K_M mix is llama.cpp's; broken MoE models written with
+ * same file; the Q4_K_M mix is llama.cpp's; qwen3next models have the
+ * layout of ../shared's syn-qwen3next-f32.gguf; broken MoE models written with
  * the GGUF writer are refused at load with one clear error (issue 4's bad
  * input); bad command lines exit 2 with a one-line message.
  */
@@ -125,7 +126,13 @@ static uint32_t u32_of(const struct strata_gguf *g, const char *key)
 
 /* ---- models written by strata-writer ---- */
 
-static const char *const g_arch[] = { "llama", "qwen3moe", "glm4moe" };
+static const char *const g_arch[] = { "llama", "qwen3moe", "glm4moe", "qwen3next" };
+
+/* strata has no qwen3next forward pass yet: its models are checked by layout only. */
+static int engine_runs(const char *arch)
+{
+	return strcmp(arch, "qwen3next") != 0;
+}
 
 static void write_model(const char *path, const char *arch, const char *extra)
 {
@@ -138,6 +145,7 @@ static void write_model(const char *path, const char *arch, const char *extra)
 /* Metadata of a default-shaped model. */
 static void check_meta(const struct strata_gguf *g, const char *arch, const char *seed)
 {
+	int glm = !strcmp(arch, "glm4moe"), q3n = !strcmp(arch, "qwen3next");
 	char key[128], name[64];
 	struct strata_str s;
 
@@ -150,11 +158,11 @@ static void check_meta(const struct strata_gguf *g, const char *arch, const char
 	ck_assert_uint_eq(u32_of(g, "general.quantization_version"), 2);
 #define K(s) (snprintf(key, sizeof(key), "%s." s, arch), key)
 	ck_assert_uint_eq(u32_of(g, K("embedding_length")), 64);
-	ck_assert_uint_eq(u32_of(g, K("block_count")), strcmp(arch, "glm4moe") ? 3 : 4);
+	ck_assert_uint_eq(u32_of(g, K("block_count")), glm ? 4 : q3n ? 5 : 3);
 	ck_assert_uint_eq(u32_of(g, K("attention.head_count")), 4);
 	ck_assert_uint_eq(u32_of(g, K("attention.head_count_kv")), 2);
-	ck_assert_uint_eq(u32_of(g, K("attention.key_length")), 16);
-	ck_assert_uint_eq(u32_of(g, K("rope.dimension_count")), strcmp(arch, "glm4moe") ? 16 : 8);
+	ck_assert_uint_eq(u32_of(g, K("attention.key_length")), q3n ? 32 : 16);
+	ck_assert_uint_eq(u32_of(g, K("rope.dimension_count")), glm || q3n ? 8 : 16);
 	ck_assert_uint_eq(u32_of(g, K("context_length")), 4096);
 	ck_assert_str_eq(fmt_value(g, K("rope.freq_base")), "10000");
 	ck_assert_str_eq(fmt_value(g, K("attention.layer_norm_rms_epsilon")), "1e-05");
@@ -163,7 +171,12 @@ static void check_meta(const struct strata_gguf *g, const char *arch, const char
 		ck_assert_uint_eq(u32_of(g, K("expert_used_count")), 2);
 		ck_assert_uint_eq(u32_of(g, K("expert_feed_forward_length")), 32);
 	}
-	if (!strcmp(arch, "glm4moe")) {
+	if (q3n) {
+		ck_assert_uint_eq(u32_of(g, K("ssm.inner_size")), 64);
+		ck_assert_uint_eq(u32_of(g, K("full_attention_interval")), 4);
+		ck_assert_uint_eq(u32_of(g, K("nextn_predict_layers")), 1);
+	}
+	if (glm) {
 		ck_assert_uint_eq(u32_of(g, K("leading_dense_block_count")), 1);
 		ck_assert_uint_eq(u32_of(g, K("nextn_predict_layers")), 1);
 		ck_assert_uint_eq(u32_of(g, K("expert_gating_func")), 2);
@@ -249,8 +262,84 @@ static void run_model(const char *path)
 	strata_model_free(m);
 }
 
+/* ours has every key of ref with the same type and value (but general.name), plus two. */
+static void same_keys(const struct strata_gguf *ours, const struct strata_gguf *ref)
+{
+	char key[128], want[512];
+
+	for (int64_t i = 0; i < strata_gguf_n_kv(ref); i++) {
+		struct strata_str k = strata_gguf_key(ref, i);
+		int64_t j;
+
+		snprintf(key, sizeof(key), "%.*s", (int)k.len, k.s);
+		j = strata_gguf_find_key(ours, key);
+		ck_assert_msg(j >= 0, "key %s missing", key);
+		ck_assert_int_eq(strata_gguf_kv_type(ours, j), strata_gguf_kv_type(ref, i));
+		strata_gguf_format_value(ref, i, want, sizeof(want));
+		ck_assert_msg(!strcmp(key, "general.name") || !strcmp(fmt_value(ours, key), want),
+			      "%s: %s, want %s", key, fmt_value(ours, key), want);
+	}
+	/* the quantiser's general.file_type and general.quantization_version */
+	ck_assert_int_eq(strata_gguf_n_kv(ours), strata_gguf_n_kv(ref) + 2);
+}
+
+static void expect_tensor(const struct strata_gguf *g, const char *name, uint32_t n_dims,
+			  int64_t ne0, int64_t ne1)
+{
+	const struct strata_gguf_tensor *t = strata_gguf_find_tensor(g, name);
+
+	ck_assert_msg(t && t->n_dims == n_dims && t->ne[0] == ne0 && t->ne[1] == ne1 &&
+		      t->type == STRATA_TYPE_F32, "%s: missing or not %u-D F32 [%lld, %lld]",
+		      name, n_dims, (long long)ne0, (long long)ne1);
+}
+
+/*
+ * A default qwen3next (the syn file's shape): DeltaNet layers 0-2, full
+ * attention on layer 3 ((il+1) % 4 == 0) and on the nextn layer 4, and a
+ * sane DeltaNet: its decay exp(ssm_a * softplus(.)) is in (0, 1) for ssm_a < 0.
+ */
+static void check_qwen3next(const struct strata_gguf *g)
+{
+	char name[80];
+
+	for (int i = 0; i < 5; i++) {
+		int full = i >= 3;
+
+		snprintf(name, sizeof(name), "blk.%d.attn_q.weight", i);
+		ck_assert_int_eq(strata_gguf_find_tensor(g, name) != NULL, full);
+		if (full) /* 4 heads of 32: the query and its output gate */
+			expect_tensor(g, name, 2, 64, 2 * 4 * 32);
+		snprintf(name, sizeof(name), "blk.%d.attn_qkv.weight", i);
+		ck_assert_int_eq(strata_gguf_find_tensor(g, name) != NULL, !full);
+		if (full)
+			continue;
+		expect_tensor(g, name, 2, 64, 2 * 2 * 16 + 64); /* q, k: 2 k heads of 16; v */
+		snprintf(name, sizeof(name), "blk.%d.ssm_conv1d.weight", i);
+		expect_tensor(g, name, 2, 4, 128);
+		snprintf(name, sizeof(name), "blk.%d.ssm_ba.weight", i);
+		expect_tensor(g, name, 2, 64, 2 * 4);
+		snprintf(name, sizeof(name), "blk.%d.ssm_norm.weight", i);
+		expect_tensor(g, name, 1, 16, 1);
+	}
+	expect_tensor(g, "blk.0.ffn_gate_inp_shexp.weight", 1, 64, 1);
+	expect_tensor(g, "blk.4.nextn.eh_proj.weight", 2, 128, 64);
+	for (int64_t i = 0; i < strata_gguf_n_tensors(g); i++) {
+		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+		int a = memmem(t->name.s, t->name.len, "ssm_a", 5) != NULL;
+		int dt = memmem(t->name.s, t->name.len, "ssm_dt", 6) != NULL;
+
+		for (int64_t k = 0; (a || dt) && k < t->ne[0]; k++) {
+			float x = ((const float *)t->data)[k];
+
+			ck_assert_msg(a ? x < -0.02f && x > -1.2f : fabsf(x) < 0.3f, "%.*s[%lld] = %g",
+				      (int)t->name.len, t->name.s, (long long)k, x);
+		}
+	}
+}
+
 START_TEST(test_model_f32)
 {
+	static const int n_tensors[] = { 30, 39, 70, 93 };
 	const char *arch = g_arch[_i];
 	char path[4096], ref[128];
 	const char *shared;
@@ -262,18 +351,24 @@ START_TEST(test_model_f32)
 	check_meta(g, arch, "5");
 	ck_assert_uint_eq(u32_of(g, "general.file_type"), 0);
 	check_values(g);
-	ck_assert_int_eq(strata_gguf_n_tensors(g), _i == 0 ? 30 : _i == 1 ? 39 : 70);
+	ck_assert_int_eq(strata_gguf_n_tensors(g), n_tensors[_i]);
+	if (!strcmp(arch, "qwen3next"))
+		check_qwen3next(g);
 	/* Our default shape is that of ../shared's llama.cpp-checked syn models. */
 	snprintf(ref, sizeof(ref), "models/syn-%s-f32.gguf", arch);
 	if ((shared = tu_shared(ref))) {
 		ck_assert_int_eq(strata_gguf_open(shared, &r), 0);
+		/* (syn-glm4moe rotates whole heads; we rotate half, as GLM-4.5 does) */
+		if (strcmp(arch, "glm4moe"))
+			same_keys(g, r);
 		same_table(g, r);
 		strata_gguf_close(r);
 	} else {
 		printf("note: ../shared/%s absent, tensor table checked by count only\n", ref);
 	}
 	strata_gguf_close(g);
-	run_model(path);
+	if (engine_runs(arch))
+		run_model(path);
 	remove_dir();
 }
 END_TEST
@@ -296,7 +391,8 @@ static void check_quantised(const struct strata_gguf *f, const struct strata_ggu
 	for (int64_t i = 0; i < strata_gguf_n_tensors(f); i++) {
 		const struct strata_gguf_tensor *a = strata_gguf_tensor(f, i);
 		const struct strata_gguf_tensor *b = strata_gguf_tensor(q, i);
-		int matrix = a->n_dims > 1 && !memmem(a->name.s, a->name.len, "gate_inp", 8);
+		int matrix = a->n_dims > 1 && !memmem(a->name.s, a->name.len, "gate_inp", 8) &&
+			     !memmem(a->name.s, a->name.len, "ssm_conv1d", 10);
 		size_t rb = strata_type_row_bytes(b->type, a->ne[0]);
 
 		ck_assert(a->name.len == b->name.len && !memcmp(a->name.s, b->name.s, a->name.len));
@@ -353,9 +449,9 @@ START_TEST(test_model_types)
 		ck_assert_int_eq(strata_gguf_open(path, &q), 0);
 		check_quantised(f, q, t);
 		strata_gguf_close(q);
-		if (strata_type_supported(t))
+		if (strata_type_supported(t) && engine_runs(arch))
 			run_model(path);
-		else
+		else if (engine_runs(arch))
 			printf("note: %s: no %s kernels yet, load/forward not run\n", arch,
 			       strata_type_name(t));
 		tested++;
@@ -451,6 +547,55 @@ START_TEST(test_q4_k_m_mix)
 END_TEST
 
 /*
+ * bench-qwen3next's Q4_K_M: llama.cpp's attn_v rule also for the DeltaNet
+ * layers' attn_qkv (one of the two per layer), its ffn_down rule also for the
+ * shared expert; ssm_conv1d, ssm_a, ssm_dt and the gates' vectors stay F32.
+ */
+START_TEST(test_q4_k_m_qwen3next)
+{
+	ck_assert_int_eq(writer("--preset bench-qwen3next --type Q4_K_M --dry-run"), 0);
+	for (int i = 0; i < 17; i++) {
+		/* 16 layers + nextn: use_more_bits picks 0, 1, 4, 7, 10, 13, 14, 15, 16. */
+		int more = i < 2 || i >= 14 || (i - 2) % 3 == 2, full = i == 16 || i % 4 == 3;
+		static const char *const q4[] = { "ffn_up_exps", "ffn_gate_shexp", "attn_gate",
+						  "ssm_ba", "ssm_out", "attn_q", "attn_k",
+						  "attn_output" };
+		static const char *const f32[] = { "ffn_gate_inp", "ffn_gate_inp_shexp",
+						   "ssm_conv1d", "ssm_norm" };
+		char name[96];
+
+		snprintf(name, sizeof(name), "blk.%d.%s.weight", i, full ? "attn_v" : "attn_qkv");
+		ck_assert_str_eq(plan_type(g_out, name), more ? "Q6_K" : "Q4_K");
+		snprintf(name, sizeof(name), "blk.%d.ffn_down_exps.weight", i);
+		ck_assert_str_eq(plan_type(g_out, name), more ? "Q6_K" : "Q4_K");
+		snprintf(name, sizeof(name), "blk.%d.ffn_down_shexp.weight", i);
+		ck_assert_str_eq(plan_type(g_out, name), more ? "Q6_K" : "Q4_K");
+		for (size_t k = 0; k < sizeof(q4) / sizeof(q4[0]); k++) {
+			snprintf(name, sizeof(name), "blk.%d.%s.weight", i, q4[k]);
+			ck_assert_str_eq(plan_type(g_out, name), k < 2 || full == (k >= 5) ? "Q4_K"
+												 : "");
+		}
+		for (size_t k = 0; k < sizeof(f32) / sizeof(f32[0]); k++) {
+			snprintf(name, sizeof(name), "blk.%d.%s.weight", i, f32[k]);
+			ck_assert_str_eq(plan_type(g_out, name), k < 2 || !full ? "F32" : "");
+		}
+		snprintf(name, sizeof(name), "blk.%d.ssm_a", i);
+		ck_assert_str_eq(plan_type(g_out, name), full ? "" : "F32");
+	}
+	ck_assert_str_eq(plan_type(g_out, "output.weight"), "Q6_K");
+	ck_assert_str_eq(plan_type(g_out, "token_embd.weight"), "Q4_K");
+	ck_assert_str_eq(plan_type(g_out, "blk.16.nextn.eh_proj.weight"), "Q4_K");
+	/*
+	 * 3 global + 12 DeltaNet layers of 18 + 5 attention layers of 16 + 4 nextn
+	 * tensors; parameters: 2 x 32000 x 1024 + 1024, per layer 102304768 for the
+	 * norms and experts, 8437920 per DeltaNet, 3670144 per attention, 2100224 nextn.
+	 */
+	ck_assert_ptr_nonnull(strstr(g_out, "total: qwen3next Q4_K_M, 303 tensors, 1926424064 "
+					    "parameters"));
+}
+END_TEST
+
+/*
  * llama.cpp itself loads and runs what we write, through the peer benchmark
  * (tools/peer: node-llama-cpp's prebuilt llama.cpp), where it is installed.
  */
@@ -462,6 +607,9 @@ START_TEST(test_llama_cpp_loads)
 		{ "glm4moe", "--type Q8_0", STRATA_TYPE_Q8_0, STRATA_TYPE_Q8_0 },
 		{ "qwen3moe", "--n-embd 256 --n-ff-exp 256 --n-expert 4 --type Q4_K_M", STRATA_TYPE_Q4_K,
 		  STRATA_TYPE_Q6_K },
+		{ "qwen3next", "--type Q8_0", STRATA_TYPE_Q8_0, STRATA_TYPE_Q8_0 },
+		{ "qwen3next", "--n-embd 256 --n-ff-exp 256 --n-expert 4 --type Q4_K_M",
+		  STRATA_TYPE_Q4_K, STRATA_TYPE_Q6_K },
 	};
 	char peer[4096], path[4096], cmd[8192];
 	struct stat st;
@@ -617,12 +765,29 @@ START_TEST(test_cli_errors)
 		{ "--arch qwen3moe --type Q9_9 --out @OUT", "--type: 'Q9_9' is not a weight type" },
 		{ "--arch qwen3moe --type Q8_K --out @OUT", "--type: 'Q8_K' is not a weight type" },
 		{ "--arch gpt5 --out @OUT", "unknown architecture 'gpt5'" },
-		{ "--out @OUT", "--arch llama|qwen3moe|glm4moe (or --preset) is required" },
+		{ "--out @OUT", "--arch llama|qwen3moe|glm4moe|qwen3next (or --preset) is required" },
 		{ "--arch llama", "--out FILE is required" },
 		{ "--arch llama --bogus --out @OUT", "unknown option" },
-		{ "--arch llama --n-expert 4 --out @OUT", "--n-expert applies to qwen3moe and glm4moe" },
-		{ "--arch qwen3moe --nextn 1 --out @OUT", "--nextn applies to glm4moe only" },
+		{ "--arch llama --n-expert 4 --out @OUT",
+		  "--n-expert applies to qwen3moe, glm4moe and qwen3next, not llama" },
+		{ "--arch qwen3moe --nextn 1 --out @OUT",
+		  "--nextn applies to glm4moe and qwen3next, not qwen3moe" },
 		{ "--arch glm4moe --n-layer 3 --nextn 3 --out @OUT", "leaves no main layer" },
+		{ "--arch qwen3next --n-layer 2 --nextn 2 --out @OUT", "leaves no main layer" },
+		{ "--arch qwen3moe --ssm-state 8 --out @OUT",
+		  "--ssm-state applies to qwen3next, not qwen3moe" },
+		{ "--arch qwen3next --n-shared-exp 1 --out @OUT",
+		  "--n-shared-exp applies to glm4moe, not qwen3next" },
+		{ "--arch qwen3next --exp-scale 2 --out @OUT",
+		  "--exp-scale applies to glm4moe, not qwen3next" },
+		{ "--arch qwen3next --attn-interval 0 --out @OUT", "--attn-interval: '0'" },
+		{ "--arch qwen3next --ssm-inner 62 --out @OUT",
+		  "--ssm-inner 62 is not a multiple of --ssm-dt-rank 4" },
+		{ "--arch qwen3next --ssm-inner 128 --out @OUT",
+		  "--ssm-inner 128 gives v heads of 32 values; llama.cpp's qwen3next makes them "
+		  "--ssm-state 16 wide: use --ssm-inner 64" },
+		{ "--arch qwen3next --ssm-groups 4 --ssm-dt-rank 6 --out @OUT",
+		  "--ssm-dt-rank 6 (v heads) is not a multiple of --ssm-groups 4 (k heads)" },
 		{ "--arch qwen3moe --n-head 4 --n-head-kv 3 --out @OUT", "not a multiple" },
 		{ "--arch qwen3moe --n-rot 15 --out @OUT", "--n-rot 15 must be even" },
 		{ "--arch qwen3moe --n-embd 48 --type Q8_0 --out @OUT",
@@ -632,6 +797,8 @@ START_TEST(test_cli_errors)
 		  "/nonexistent-vocab.gguf" },
 		{ "--preset bench-llama --out @OUT", "unknown preset 'bench-llama'" },
 		{ "--preset bench-qwen3moe --arch llama --out @OUT", "is a qwen3moe model" },
+		{ "--preset bench-qwen3next --arch qwen3moe --out @OUT",
+		  "--preset bench-qwen3next is a qwen3next model, not --arch qwen3moe" },
 		{ "--arch qwen3moe --out @OUT extra", "unexpected argument 'extra'" },
 	};
 	char out[4096];
@@ -679,10 +846,11 @@ static Suite *writer_suite(void)
 	TCase *tc = tcase_create("models");
 
 	tcase_set_timeout(tc, 300);
-	tcase_add_loop_test(tc, test_model_f32, 0, 3);
-	tcase_add_loop_test(tc, test_model_types, 0, 3);
+	tcase_add_loop_test(tc, test_model_f32, 0, 4);
+	tcase_add_loop_test(tc, test_model_types, 0, 4);
 	tcase_add_test(tc, test_deterministic);
 	tcase_add_test(tc, test_q4_k_m_mix);
+	tcase_add_test(tc, test_q4_k_m_qwen3next);
 	tcase_add_test(tc, test_llama_cpp_loads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");

@@ -1,7 +1,7 @@
 /*
  * model_writer.c - strata-writer: synthetic GGUF models with seeded random
  * weights, in the tensor names, shapes and metadata keys llama.cpp uses for
- * llama, qwen3moe and glm4moe, quantised to any type strata_quantize() has.
+ * llama, qwen3moe, glm4moe and qwen3next, quantised to any type strata_quantize() has.
  *
  * The file is streamed: every tensor is generated, quantised and written a
  * batch of rows at a time (in parallel over a thread pool), so a 1.7 GB
@@ -72,14 +72,21 @@ static const struct option g_long[] = {
 	{ "n-shared-exp", required_argument, NULL, O_INT0 + W_SHARED },
 	{ "n-dense-lead", required_argument, NULL, O_INT0 + W_DENSE },
 	{ "nextn", required_argument, NULL, O_INT0 + W_NEXTN },
+	{ "n-ff-shexp", required_argument, NULL, O_INT0 + W_FF_SHEXP },
+	{ "ssm-conv", required_argument, NULL, O_INT0 + W_SSM_CONV },
+	{ "ssm-state", required_argument, NULL, O_INT0 + W_SSM_STATE },
+	{ "ssm-groups", required_argument, NULL, O_INT0 + W_SSM_GROUPS },
+	{ "ssm-dt-rank", required_argument, NULL, O_INT0 + W_SSM_DT_RANK },
+	{ "ssm-inner", required_argument, NULL, O_INT0 + W_SSM_INNER },
+	{ "attn-interval", required_argument, NULL, O_INT0 + W_ATTN_INTERVAL },
 	{ NULL, 0, NULL, 0 },
 };
 
 static void usage(void)
 {
 	printf(
-"usage: strata-writer --arch llama|qwen3moe|glm4moe --out FILE [options]\n"
-"       strata-writer --preset bench-qwen3moe --out FILE [options]\n"
+"usage: strata-writer --arch llama|qwen3moe|glm4moe|qwen3next --out FILE [options]\n"
+"       strata-writer --preset bench-qwen3moe|bench-qwen3next --out FILE [options]\n"
 "\n"
 "Writes a GGUF v3 model with seeded random weights (N(0, 1/fan_in) matrices,\n"
 "norms near 1) in llama.cpp's layout for the architecture.\n"
@@ -88,12 +95,13 @@ static void usage(void)
 "                    Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or any other type strata can\n"
 "                    quantise: every matrix in T (like llama-quantize --pure);\n"
 "                    Q4_K_M: llama.cpp's Q4_K_M mix of Q4_K and Q6_K.  Norms,\n"
-"                    biases and the expert router stay F32.  Rows that are not\n"
-"                    whole 256-blocks use llama.cpp's fallback type.\n"
+"                    biases, the expert router and ssm_conv1d stay F32.  Rows\n"
+"                    that are not whole 256-blocks use llama.cpp's fallback type.\n"
 "  --seed N          weights seed (default 1)\n"
 "  --vocab FILE      copy the tokenizer.* keys of this GGUF (n_vocab = its size);\n"
 "                    default: a synthetic SentencePiece byte vocab of --n-vocab\n"
-"  --preset NAME     bench-qwen3moe: the benchmark shape of perf/PEERS.md\n"
+"  --preset NAME     bench-qwen3moe: the benchmark shape of perf/PEERS.md;\n"
+"                    bench-qwen3next: qwen3next at the same size\n"
 "  --name S          general.name (default synthetic-ARCH-sSEED)\n"
 "  --threads N       threads for generation and quantisation (default: all CPUs)\n"
 "  --dry-run         print the tensor table (names, types, shapes, bytes) and\n"
@@ -101,11 +109,21 @@ static void usage(void)
 "shape (defaults: a 64-wide test model as in ../shared/models/syn-*):\n"
 "  --n-vocab N --n-embd N --n-layer N --n-head N --n-head-kv N --head-dim N\n"
 "  --n-rot N --n-ff N --ctx N --rope-base F --rms-eps F\n"
-"mixture of experts (qwen3moe, glm4moe):\n"
+"mixture of experts (qwen3moe, glm4moe, qwen3next):\n"
 "  --n-expert N --n-expert-used N --n-ff-exp N\n"
+"multi-token prediction layers (glm4moe, qwen3next; default 1):\n"
+"  --nextn N         (--n-layer counts them, as GGUF's block_count does)\n"
 "glm4moe only:\n"
-"  --n-shared-exp N --n-dense-lead N --nextn N --exp-scale F\n"
-"  (--n-layer counts the nextn layers, as GGUF's block_count does)\n");
+"  --n-shared-exp N --n-dense-lead N --exp-scale F\n"
+"qwen3next only (Gated DeltaNet on the layers that are not full attention; its\n"
+"attention heads default to 2 x n-embd/n-head wide, a quarter of them rotated):\n"
+"  --n-ff-shexp N    shared expert width (default --n-ff-exp)\n"
+"  --attn-interval N every N-th layer is full attention (default 4)\n"
+"  --ssm-conv N      causal conv kernel (default 4)\n"
+"  --ssm-state N     k head size (default head-dim/2)\n"
+"  --ssm-groups N    k heads (default n-head/2)\n"
+"  --ssm-dt-rank N   v heads, a multiple of the k heads (default 2 x ssm-groups)\n"
+"  --ssm-inner N     v width = ssm-dt-rank x ssm-state (the default)\n");
 }
 
 /* A decimal integer in [lo, hi]; -EINVAL (logged) otherwise. */
@@ -152,7 +170,8 @@ static const char *flag_name(int id)
 static uint64_t int_max(int w)
 {
 	switch (w) {
-	case W_VOCAB: case W_EMBD: case W_FF: case W_FF_EXP: case W_CTX:
+	case W_VOCAB: case W_EMBD: case W_FF: case W_FF_EXP: case W_CTX: case W_FF_SHEXP:
+	case W_SSM_INNER:
 		return 1u << 24;
 	default:
 		return 1u << 16;
@@ -224,39 +243,76 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return 0;
 }
 
-/* The bench-qwen3moe preset: perf/PEERS.md's shape, unless a flag says otherwise. */
-static int apply_preset(struct args *a)
-{
-	static const struct { int w; int64_t v; } bench[] = {
+/*
+ * The benchmark presets; a flag given on the command line wins.
+ *
+ * bench-qwen3moe: perf/PEERS.md's shape (llama.cpp's figures are for it).
+ *
+ * bench-qwen3next: qwen3next at bench-qwen3moe's size, so the two compare
+ * layer for layer: n_embd 1024, 16 main layers plus the nextn layer
+ * (block_count 17); every 4th layer full attention with 16 heads and 4 KV
+ * heads of 64, rotating 16 dims (a quarter: Qwen3-Next's
+ * partial_rotary_factor, and the syn file's 8 of 32); 64 experts, top-8, of
+ * width 512, plus a shared expert of 512.  The Gated DeltaNet is
+ * Qwen3-Next-80B's (hidden 2048: 16 k heads and 32 v heads of 128) halved
+ * at the same head size: k heads of 128 (ssm.state_size), 8 of them
+ * (ssm.group_count, k width 1024 = n_embd as there), 16 v heads
+ * (ssm.time_step_rank, two per k head as there), v width (ssm.inner_size)
+ * 16 x 128 = 2048 = 2 x n_embd as there, conv kernel 4; so 4096 conv
+ * channels and a 128 x 128 state per v head.  RoPE base 1e7 (Qwen3-Next's).
+ */
+struct preset {
+	const char *name, *arch;
+	float rope_base, rms_eps;
+	struct { int w; int64_t v; } iv[24]; /* up to the first v == 0 */
+};
+
+static const struct preset g_presets[] = {
+	{ "bench-qwen3moe", "qwen3moe", 1000000.0f /* Qwen3's */, 1e-6f, {
 		{ W_EMBD, 1024 }, { W_LAYER, 16 }, { W_HEAD, 16 }, { W_HEAD_KV, 4 },
 		{ W_HEAD_DIM, 64 }, { W_FF, 3072 }, { W_EXPERT, 64 }, { W_EXPERT_USED, 8 },
-		{ W_FF_EXP, 512 }, { W_CTX, 4096 },
-	};
+		{ W_FF_EXP, 512 }, { W_CTX, 4096 } } },
+	{ "bench-qwen3next", "qwen3next", 10000000.0f, 1e-6f, {
+		{ W_EMBD, 1024 }, { W_LAYER, 17 }, { W_NEXTN, 1 }, { W_HEAD, 16 },
+		{ W_HEAD_KV, 4 }, { W_HEAD_DIM, 64 }, { W_ROT, 16 }, { W_FF, 3072 },
+		{ W_EXPERT, 64 }, { W_EXPERT_USED, 8 }, { W_FF_EXP, 512 }, { W_FF_SHEXP, 512 },
+		{ W_CTX, 4096 }, { W_ATTN_INTERVAL, 4 }, { W_SSM_CONV, 4 },
+		{ W_SSM_STATE, 128 }, { W_SSM_GROUPS, 8 }, { W_SSM_DT_RANK, 16 },
+		{ W_SSM_INNER, 2048 } } },
+};
+
+static int apply_preset(struct args *a)
+{
+	const struct preset *p = NULL;
 
 	if (!a->preset)
 		return 0;
-	if (strcmp(a->preset, "bench-qwen3moe") != 0) {
-		strata_error("--preset: unknown preset '%s' (known: bench-qwen3moe)", a->preset);
+	for (size_t i = 0; i < sizeof(g_presets) / sizeof(g_presets[0]); i++)
+		if (strcmp(a->preset, g_presets[i].name) == 0)
+			p = &g_presets[i];
+	if (!p) {
+		strata_error("--preset: unknown preset '%s' (known: bench-qwen3moe, "
+			     "bench-qwen3next)", a->preset);
 		return -EINVAL;
 	}
-	if (a->cfg.arch_name && strcmp(a->cfg.arch_name, "qwen3moe") != 0) {
-		strata_error("--preset bench-qwen3moe is a qwen3moe model, not --arch %s",
+	if (a->cfg.arch_name && strcmp(a->cfg.arch_name, p->arch) != 0) {
+		strata_error("--preset %s is a %s model, not --arch %s", p->name, p->arch,
 			     a->cfg.arch_name);
 		return -EINVAL;
 	}
-	a->cfg.arch_name = "qwen3moe";
-	for (size_t i = 0; i < sizeof(bench) / sizeof(bench[0]); i++)
-		if (a->cfg.iv[bench[i].w] < 0)
-			a->cfg.iv[bench[i].w] = bench[i].v;
+	a->cfg.arch_name = p->arch;
+	for (size_t i = 0; i < sizeof(p->iv) / sizeof(p->iv[0]) && p->iv[i].v > 0; i++)
+		if (a->cfg.iv[p->iv[i].w] < 0)
+			a->cfg.iv[p->iv[i].w] = p->iv[i].v;
 	if (a->cfg.rope_base == 0.0f)
-		a->cfg.rope_base = 1000000.0f; /* Qwen3's */
+		a->cfg.rope_base = p->rope_base;
 	if (a->cfg.rms_eps == 0.0f)
-		a->cfg.rms_eps = 1e-6f;
+		a->cfg.rms_eps = p->rms_eps;
 	if (!a->vocab) {
 		/* The peers' figures are for the llama-spm vocab: use the same one. */
 		if (!*STRATA_DEFAULT_VOCAB || access(STRATA_DEFAULT_VOCAB, R_OK) != 0) {
-			strata_error("--preset bench-qwen3moe uses the llama-spm vocab, which is not "
-				     "at '%s': pass --vocab ggml-vocab-llama-spm.gguf",
+			strata_error("--preset %s uses the llama-spm vocab, which is not at '%s': "
+				     "pass --vocab ggml-vocab-llama-spm.gguf", p->name,
 				     STRATA_DEFAULT_VOCAB);
 			return -EINVAL;
 		}
@@ -307,12 +363,20 @@ static void gen_row(float *x, int64_t n, uint64_t tseed, int64_t r, float mean, 
 	}
 }
 
+/*
+ * Matrices, conv taps and weight vectors N(0, 1/fan_in), so activations keep
+ * their scale; norms near 1; biases (ssm_dt too) small.  ssm_a is -A, the
+ * DeltaNet's decay rate: the decay exp(ssm_a * softplus(alpha + ssm_dt)) is
+ * in (0, 1) only for ssm_a < 0, and -0.6 + 0.1 N stays below -0.02 since the
+ * normals are at most 5.8 sd (24-bit Box-Muller); about 0.6 a token.
+ */
 static void kind_dist(const struct wtensor *t, float *mean, float *sd)
 {
 	switch (t->kind) {
 	case K_NORM: *mean = 1.0f; *sd = 0.1f; break;
 	case K_BIAS: *mean = 0.0f; *sd = 0.05f; break;
 	case K_PROBS_B: *mean = 0.0f; *sd = 0.1f; break;
+	case K_SSM_A: *mean = -0.6f; *sd = 0.1f; break;
 	default: *mean = 0.0f; *sd = 1.0f / sqrtf((float)t->ne[0]); break;
 	}
 }

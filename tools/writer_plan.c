@@ -1,7 +1,9 @@
 /*
  * writer_plan.c - strata-writer's configuration, tensor plan and metadata
  * (see writer_plan.h).  Names, shapes and keys are llama.cpp's for each
- * architecture; the Q4_K_M mix follows llama.cpp's llama_tensor_get_type().
+ * architecture (for qwen3next, in the layout of ../shared's
+ * syn-qwen3next-f32.gguf, which llama.cpp loads); the Q4_K_M mix follows
+ * llama.cpp's llama_tensor_get_type().
  */
 #include "writer_plan.h"
 
@@ -24,7 +26,19 @@ static const char *const g_int_flag[W_N_INT] = {
 	[W_ROT] = "n-rot", [W_FF] = "n-ff", [W_CTX] = "ctx", [W_EXPERT] = "n-expert",
 	[W_EXPERT_USED] = "n-expert-used", [W_FF_EXP] = "n-ff-exp",
 	[W_SHARED] = "n-shared-exp", [W_DENSE] = "n-dense-lead", [W_NEXTN] = "nextn",
+	[W_FF_SHEXP] = "n-ff-shexp", [W_SSM_CONV] = "ssm-conv", [W_SSM_STATE] = "ssm-state",
+	[W_SSM_GROUPS] = "ssm-groups", [W_SSM_DT_RANK] = "ssm-dt-rank",
+	[W_SSM_INNER] = "ssm-inner", [W_ATTN_INTERVAL] = "attn-interval",
 };
+
+static const char *const g_arch_name[] = {
+	[WA_LLAMA] = "llama", [WA_QWEN3MOE] = "qwen3moe", [WA_GLM4MOE] = "glm4moe",
+	[WA_QWEN3NEXT] = "qwen3next",
+};
+
+#define N_ARCH ((int)(sizeof(g_arch_name) / sizeof(g_arch_name[0])))
+#define ARCH(a) (1u << (a))
+#define ALL_MOE (ARCH(WA_QWEN3MOE) | ARCH(WA_GLM4MOE) | ARCH(WA_QWEN3NEXT))
 
 /* llama.cpp's llama_ftype for a file of mostly `type`. */
 static const struct {
@@ -80,21 +94,51 @@ static int bad(const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* The architectures (ARCH bits) that integer flag w applies to. */
+static unsigned flag_archs(int w)
+{
+	switch (w) {
+	case W_EXPERT: case W_EXPERT_USED: case W_FF_EXP:
+		return ALL_MOE;
+	case W_SHARED: case W_DENSE:
+		return ARCH(WA_GLM4MOE);
+	case W_NEXTN:
+		return ARCH(WA_GLM4MOE) | ARCH(WA_QWEN3NEXT);
+	case W_FF_SHEXP: case W_SSM_CONV: case W_SSM_STATE: case W_SSM_GROUPS:
+	case W_SSM_DT_RANK: case W_SSM_INNER: case W_ATTN_INTERVAL:
+		return ARCH(WA_QWEN3NEXT);
+	default:
+		return ~0u;
+	}
+}
+
+/* "--FLAG applies to a, b and c, not ARCH". */
+static int refuse_flag(const struct wcfg *c, const char *flag, unsigned archs)
+{
+	char list[96] = "";
+	int n = 0, k = 0;
+
+	for (int a = 1; a < N_ARCH; a++)
+		n += !!(archs & ARCH(a));
+	for (int a = 1; a < N_ARCH; a++)
+		if (archs & ARCH(a)) {
+			size_t len = strlen(list);
+
+			snprintf(list + len, sizeof(list) - len, "%s%s",
+				 k == 0 ? "" : k == n - 1 ? " and " : ", ", g_arch_name[a]);
+			k++;
+		}
+	return bad("--%s applies to %s, not %s", flag, list, c->arch_name);
+}
+
 /* Flags that do not apply to the architecture are refused, not ignored. */
 static int check_arch_flags(const struct wcfg *c)
 {
-	static const int moe_only[] = { W_EXPERT, W_EXPERT_USED, W_FF_EXP };
-	static const int glm_only[] = { W_SHARED, W_DENSE, W_NEXTN };
-
-	for (size_t i = 0; c->arch == WA_LLAMA && i < 3; i++)
-		if (c->iv[moe_only[i]] >= 0)
-			return bad("--%s applies to qwen3moe and glm4moe, not llama",
-				   g_int_flag[moe_only[i]]);
-	for (size_t i = 0; c->arch != WA_GLM4MOE && i < 3; i++)
-		if (c->iv[glm_only[i]] >= 0)
-			return bad("--%s applies to glm4moe only", g_int_flag[glm_only[i]]);
+	for (int w = 0; w < W_N_INT; w++)
+		if (c->iv[w] >= 0 && !(flag_archs(w) & ARCH(c->arch)))
+			return refuse_flag(c, g_int_flag[w], flag_archs(w));
 	if (c->arch != WA_GLM4MOE && c->exp_scale != 0.0f)
-		return bad("--exp-scale applies to glm4moe only");
+		return refuse_flag(c, "exp-scale", ARCH(WA_GLM4MOE));
 	return 0;
 }
 
@@ -102,6 +146,30 @@ static void def(struct wcfg *c, int w, int64_t v)
 {
 	if (c->iv[w] < 0)
 		c->iv[w] = v;
+}
+
+/*
+ * The Gated DeltaNet's heads: each of the group_count k heads serves
+ * time_step_rank / group_count v heads, and llama.cpp's qwen3next loader
+ * sizes the v heads (ssm_norm, the recurrent state) as state_size wide, so
+ * inner_size must be time_step_rank x state_size.
+ */
+static int check_deltanet(const struct wcfg *c)
+{
+	const int64_t *v = c->iv;
+
+	if (v[W_SSM_DT_RANK] % v[W_SSM_GROUPS])
+		return bad("--ssm-dt-rank %" PRId64 " (v heads) is not a multiple of --ssm-groups %"
+			   PRId64 " (k heads)", v[W_SSM_DT_RANK], v[W_SSM_GROUPS]);
+	if (v[W_SSM_INNER] % v[W_SSM_DT_RANK])
+		return bad("--ssm-inner %" PRId64 " is not a multiple of --ssm-dt-rank %" PRId64,
+			   v[W_SSM_INNER], v[W_SSM_DT_RANK]);
+	if (v[W_SSM_INNER] != v[W_SSM_DT_RANK] * v[W_SSM_STATE])
+		return bad("--ssm-inner %" PRId64 " gives v heads of %" PRId64 " values; llama.cpp's "
+			   "qwen3next makes them --ssm-state %" PRId64 " wide: use --ssm-inner %"
+			   PRId64, v[W_SSM_INNER], v[W_SSM_INNER] / v[W_SSM_DT_RANK], v[W_SSM_STATE],
+			   v[W_SSM_DT_RANK] * v[W_SSM_STATE]);
+	return 0;
 }
 
 static int check_shape(const struct wcfg *c)
@@ -122,44 +190,69 @@ static int check_shape(const struct wcfg *c)
 	if (v[W_EXPERT_USED] > v[W_EXPERT])
 		return bad("--n-expert-used %" PRId64 " exceeds --n-expert %" PRId64,
 			   v[W_EXPERT_USED], v[W_EXPERT]);
-	if (c->arch == WA_GLM4MOE && v[W_NEXTN] >= v[W_LAYER])
+	if (v[W_NEXTN] >= v[W_LAYER])
 		return bad("--nextn %" PRId64 " leaves no main layer of --n-layer %" PRId64
 			   " (the nextn layers are counted in n_layer)", v[W_NEXTN], v[W_LAYER]);
 	if (c->arch == WA_GLM4MOE && v[W_DENSE] > v[W_LAYER])
 		return bad("--n-dense-lead %" PRId64 " exceeds --n-layer %" PRId64, v[W_DENSE],
 			   v[W_LAYER]);
+	return c->arch == WA_QWEN3NEXT ? check_deltanet(c) : 0;
+}
+
+/*
+ * qwen3next's defaults, in Qwen3-Next-80B's proportions (hidden 2048, 16
+ * heads of 256 with 2 KV heads; DeltaNet k heads of 128, 16 of them, and
+ * twice as many v heads): heads twice n_embd/n_head wide, a quarter of each
+ * rotated; DeltaNet k heads half a head wide, half as many as the heads, two
+ * v heads per k head; every 4th layer full attention; one nextn layer.
+ */
+static void def_qwen3next(struct wcfg *c)
+{
+	int64_t *v = c->iv;
+
+	def(c, W_FF_SHEXP, v[W_FF_EXP]);
+	def(c, W_NEXTN, 1);
+	def(c, W_SSM_CONV, 4);
+	def(c, W_SSM_STATE, v[W_HEAD_DIM] / 2 ? v[W_HEAD_DIM] / 2 : 1);
+	def(c, W_SSM_GROUPS, v[W_HEAD] % 2 ? v[W_HEAD] : v[W_HEAD] / 2);
+	def(c, W_SSM_DT_RANK, 2 * v[W_SSM_GROUPS]);
+	def(c, W_SSM_INNER, v[W_SSM_DT_RANK] * v[W_SSM_STATE]);
+	def(c, W_ATTN_INTERVAL, 4);
+}
+
+static int find_arch(struct wcfg *c)
+{
+	if (!c->arch_name)
+		return bad("--arch llama|qwen3moe|glm4moe|qwen3next (or --preset) is required");
+	for (int a = 1; a < N_ARCH; a++)
+		if (strcmp(c->arch_name, g_arch_name[a]) == 0)
+			c->arch = (enum warch)a;
+	if (!c->arch)
+		return bad("--arch: unknown architecture '%s' (llama, qwen3moe, glm4moe, "
+			   "qwen3next)", c->arch_name);
 	return 0;
 }
 
 int strata_writer_resolve(struct wcfg *c, const char *type_name)
 {
-	static const struct { const char *name; enum warch arch; } archs[] = {
-		{ "llama", WA_LLAMA }, { "qwen3moe", WA_QWEN3MOE }, { "glm4moe", WA_GLM4MOE },
-	};
 	int64_t *v = c->iv;
-	int rc;
+	int q3n, rc;
 
-	if (!c->arch_name)
-		return bad("--arch llama|qwen3moe|glm4moe (or --preset) is required");
-	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
-		if (strcmp(c->arch_name, archs[i].name) == 0)
-			c->arch = archs[i].arch;
-	if (!c->arch)
-		return bad("--arch: unknown architecture '%s' (llama, qwen3moe, glm4moe)",
-			   c->arch_name);
-	if ((rc = check_arch_flags(c)) || (rc = parse_type(c, type_name)))
+	if ((rc = find_arch(c)) || (rc = check_arch_flags(c)) || (rc = parse_type(c, type_name)))
 		return rc;
+	q3n = c->arch == WA_QWEN3NEXT;
 	def(c, W_VOCAB, 512);
 	def(c, W_EMBD, 64);
-	def(c, W_LAYER, c->arch == WA_GLM4MOE ? 4 : 3);
+	def(c, W_LAYER, c->arch == WA_GLM4MOE ? 4 : q3n ? 5 : 3);
 	def(c, W_HEAD, 4);
 	def(c, W_HEAD_KV, v[W_HEAD] % 2 ? v[W_HEAD] : v[W_HEAD] / 2);
 	if (v[W_HEAD_DIM] < 0 && v[W_EMBD] % v[W_HEAD])
 		return bad("--n-embd %" PRId64 " is not a multiple of --n-head %" PRId64
 			   ": give --head-dim", v[W_EMBD], v[W_HEAD]);
-	def(c, W_HEAD_DIM, v[W_EMBD] / v[W_HEAD]);
-	/* GLM-4.5 rotates half of each head (partial_rotary_factor 0.5). */
-	def(c, W_ROT, c->arch == WA_GLM4MOE ? v[W_HEAD_DIM] / 2 / 2 * 2 : v[W_HEAD_DIM]);
+	def(c, W_HEAD_DIM, (q3n ? 2 : 1) * v[W_EMBD] / v[W_HEAD]);
+	/* GLM-4.5 rotates half of each head, Qwen3-Next a quarter (partial_rotary_factor). */
+	def(c, W_ROT, c->arch == WA_GLM4MOE ? v[W_HEAD_DIM] / 2 / 2 * 2
+		      : q3n ? v[W_HEAD_DIM] / 4 / 2 * 2 : v[W_HEAD_DIM]);
 	def(c, W_FF, 2 * v[W_EMBD]);
 	def(c, W_CTX, 4096);
 	if (c->arch != WA_LLAMA) {
@@ -172,6 +265,8 @@ int strata_writer_resolve(struct wcfg *c, const char *type_name)
 		def(c, W_DENSE, 1);
 		def(c, W_NEXTN, 1);
 	}
+	if (q3n)
+		def_qwen3next(c);
 	for (int w = 0; w < W_N_INT; w++)
 		def(c, w, 0);
 	if (c->rope_base == 0.0f)
@@ -234,7 +329,8 @@ static uint32_t q4_k_m_type(const struct wcfg *c, const struct wtensor *t)
 
 	if (strcmp(t->name, "output.weight") == 0)
 		return t->ne[0] % 256 ? STRATA_TYPE_Q8_0 : STRATA_TYPE_Q6_K;
-	if (strstr(t->name, "attn_v.weight"))
+	/* llama.cpp counts the DeltaNet's attn_qkv as an attn_v (one of them per layer). */
+	if (strstr(t->name, "attn_v.weight") || strstr(t->name, "attn_qkv.weight"))
 		return eight ? STRATA_TYPE_Q8_0
 			     : use_more_bits(t->layer, n_layer) ? STRATA_TYPE_Q6_K : STRATA_TYPE_Q4_K;
 	if (strstr(t->name, "attn_k.weight") && eight)
@@ -334,12 +430,56 @@ static int add(const struct wcfg *c, struct wplan *p, enum wkind kind, int layer
 #define W(i, ne0, ne1, s) add(c, p, K_WEIGHT, i, ne0, ne1, 1, "blk.%d." s, i)
 #define V(k, i, ne0, s) add(c, p, k, i, ne0, 1, 1, "blk.%d." s, i)
 
+/* qwen3next: the last layers (nextn) and every interval-th one are full attention. */
+static int full_attn(const struct wcfg *c, int i)
+{
+	return i >= c->iv[W_LAYER] - c->iv[W_NEXTN] || (i + 1) % c->iv[W_ATTN_INTERVAL] == 0;
+}
+
+/* qwen3next's gated attention: attn_q holds each head's query then its output gate. */
+static int plan_gated_attn(const struct wcfg *c, struct wplan *p, int i)
+{
+	const int64_t *v = c->iv;
+	int64_t e = v[W_EMBD], hd = v[W_HEAD_DIM], q = v[W_HEAD] * hd, kv = v[W_HEAD_KV] * hd;
+	int rc;
+
+	return (rc = W(i, e, 2 * q, "attn_q.weight")) || (rc = W(i, e, kv, "attn_k.weight")) ||
+	       (rc = W(i, e, kv, "attn_v.weight")) || (rc = W(i, q, e, "attn_output.weight")) ||
+	       (rc = V(K_NORM, i, hd, "attn_q_norm.weight")) ||
+	       (rc = V(K_NORM, i, hd, "attn_k_norm.weight")) ? rc : 0;
+}
+
+/*
+ * qwen3next's Gated DeltaNet: q, k (group_count heads of state_size) and v
+ * (inner_size) in one projection that the causal conv runs over, the output
+ * gate z, the per-v-head decay (ssm_a, ssm_dt) and beta/alpha projections,
+ * the gated norm of each v head and the output projection.
+ */
+static int plan_deltanet(const struct wcfg *c, struct wplan *p, int i)
+{
+	const int64_t *v = c->iv;
+	int64_t e = v[W_EMBD], vd = v[W_SSM_INNER], r = v[W_SSM_DT_RANK];
+	int64_t conv = 2 * v[W_SSM_STATE] * v[W_SSM_GROUPS] + vd;
+	int rc;
+
+	return (rc = W(i, e, conv, "attn_qkv.weight")) || (rc = W(i, e, vd, "attn_gate.weight")) ||
+	       (rc = add(c, p, K_CONV, i, v[W_SSM_CONV], conv, 1, "blk.%d.ssm_conv1d.weight", i)) ||
+	       (rc = V(K_BIAS, i, r, "ssm_dt.bias")) || (rc = V(K_SSM_A, i, r, "ssm_a")) ||
+	       (rc = W(i, e, 2 * r, "ssm_ba.weight")) ||
+	       (rc = V(K_NORM, i, vd / r, "ssm_norm.weight")) ||
+	       (rc = W(i, vd, e, "ssm_out.weight")) ? rc : 0;
+}
+
 static int plan_attention(const struct wcfg *c, struct wplan *p, int i)
 {
 	const int64_t *v = c->iv;
 	int64_t e = v[W_EMBD], q = v[W_HEAD] * v[W_HEAD_DIM], kv = v[W_HEAD_KV] * v[W_HEAD_DIM];
 	int rc;
 
+	if (c->arch == WA_QWEN3NEXT)
+		return (rc = V(K_NORM, i, e, "attn_norm.weight")) ||
+		       (rc = full_attn(c, i) ? plan_gated_attn(c, p, i) : plan_deltanet(c, p, i)) ||
+		       (rc = V(K_NORM, i, e, "post_attention_norm.weight")) ? rc : 0;
 	if ((rc = V(K_NORM, i, e, "attn_norm.weight")) || (rc = W(i, e, q, "attn_q.weight")) ||
 	    (rc = W(i, e, kv, "attn_k.weight")) || (rc = W(i, e, kv, "attn_v.weight")) ||
 	    (rc = W(i, q, e, "attn_output.weight")))
@@ -360,7 +500,7 @@ static int plan_ffn(const struct wcfg *c, struct wplan *p, int i)
 {
 	const int64_t *v = c->iv;
 	int64_t e = v[W_EMBD], f = v[W_FF], fe = v[W_FF_EXP], x = v[W_EXPERT];
-	int64_t fs = v[W_FF_EXP] * v[W_SHARED];
+	int64_t fs = c->arch == WA_QWEN3NEXT ? v[W_FF_SHEXP] : v[W_FF_EXP] * v[W_SHARED];
 	int rc;
 
 	if (c->arch == WA_LLAMA || (c->arch == WA_GLM4MOE && i < v[W_DENSE]))
@@ -371,10 +511,13 @@ static int plan_ffn(const struct wcfg *c, struct wplan *p, int i)
 	    (rc = add(c, p, K_WEIGHT, i, e, fe, x, "blk.%d.ffn_up_exps.weight", i)) ||
 	    (rc = add(c, p, K_WEIGHT, i, fe, e, x, "blk.%d.ffn_down_exps.weight", i)))
 		return rc;
-	if (c->arch != WA_GLM4MOE)
+	if (c->arch == WA_QWEN3MOE)
 		return 0;
-	return (rc = V(K_PROBS_B, i, x, "exp_probs_b.bias")) ||
-	       (rc = W(i, e, fs, "ffn_gate_shexp.weight")) ||
+	/* glm4moe's routing bias; qwen3next's sigmoid gate of the shared expert */
+	if ((rc = c->arch == WA_GLM4MOE ? V(K_PROBS_B, i, x, "exp_probs_b.bias")
+					: V(K_VEC, i, e, "ffn_gate_inp_shexp.weight")))
+		return rc;
+	return (rc = W(i, e, fs, "ffn_gate_shexp.weight")) ||
 	       (rc = W(i, e, fs, "ffn_up_shexp.weight")) ||
 	       (rc = W(i, fs, e, "ffn_down_shexp.weight")) ? rc : 0;
 }
@@ -394,9 +537,9 @@ int strata_writer_plan(const struct wcfg *c, struct wplan *p)
 	for (int i = 0; i < n_layer; i++) {
 		if ((rc = plan_attention(c, p, i)) || (rc = plan_ffn(c, p, i)))
 			return rc;
-		if (c->arch != WA_GLM4MOE || i < n_layer - c->iv[W_NEXTN])
+		if (i < n_layer - c->iv[W_NEXTN])
 			continue;
-		/* glm4moe's multi-token-prediction layers, kept for MTP. */
+		/* glm4moe's and qwen3next's multi-token-prediction layers, kept for MTP. */
 		if ((rc = W(i, 2 * e, e, "nextn.eh_proj.weight")) ||
 		    (rc = V(K_NORM, i, e, "nextn.enorm.weight")) ||
 		    (rc = V(K_NORM, i, e, "nextn.hnorm.weight")) ||
@@ -502,6 +645,26 @@ static int copy_vocab(struct strata_gguf_writer *w, const struct strata_gguf *vo
 /* The architecture's key `s` in the caller's buffer key[cap]. */
 #define K(s) (snprintf(key, cap, "%s." s, c->arch_name), key)
 
+static int meta_qwen3next(struct strata_gguf_writer *w, const struct wcfg *c, char *key,
+			  size_t cap)
+{
+	static const struct { const char *suffix; int w; } u32s[] = {
+		{ "expert_shared_feed_forward_length", W_FF_SHEXP },
+		{ "ssm.conv_kernel", W_SSM_CONV }, { "ssm.state_size", W_SSM_STATE },
+		{ "ssm.group_count", W_SSM_GROUPS }, { "ssm.time_step_rank", W_SSM_DT_RANK },
+		{ "ssm.inner_size", W_SSM_INNER }, { "full_attention_interval", W_ATTN_INTERVAL },
+		{ "nextn_predict_layers", W_NEXTN },
+	};
+	int rc;
+
+	for (size_t i = 0; i < sizeof(u32s) / sizeof(u32s[0]); i++) {
+		snprintf(key, cap, "%s.%s", c->arch_name, u32s[i].suffix);
+		if ((rc = strata_gguf_writer_set_u32(w, key, (uint32_t)c->iv[u32s[i].w])))
+			return rc;
+	}
+	return 0;
+}
+
 static int meta_moe(struct strata_gguf_writer *w, const struct wcfg *c, char *key, size_t cap)
 {
 	const int64_t *v = c->iv;
@@ -513,6 +676,8 @@ static int meta_moe(struct strata_gguf_writer *w, const struct wcfg *c, char *ke
 	    (rc = strata_gguf_writer_set_u32(w, K("expert_feed_forward_length"),
 					     (uint32_t)v[W_FF_EXP])))
 		return rc;
+	if (c->arch == WA_QWEN3NEXT)
+		return meta_qwen3next(w, c, key, cap);
 	if (c->arch != WA_GLM4MOE)
 		return 0;
 	if ((rc = strata_gguf_writer_set_u32(w, K("expert_shared_count"),

@@ -12,16 +12,26 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_write.h"
 
-/* Integer hyperparameters, indices into wcfg.iv. */
+/*
+ * Integer hyperparameters, indices into wcfg.iv.  The qwen3next ones: the
+ * shared expert's width, the Gated DeltaNet's conv kernel, k-head size
+ * (state_size), k heads (group_count), v heads (time_step_rank), v width
+ * (inner_size), and every how many layers one is full attention.
+ */
 enum {
 	W_VOCAB, W_EMBD, W_LAYER, W_HEAD, W_HEAD_KV, W_HEAD_DIM, W_ROT, W_FF, W_CTX,
-	W_EXPERT, W_EXPERT_USED, W_FF_EXP, W_SHARED, W_DENSE, W_NEXTN, W_N_INT
+	W_EXPERT, W_EXPERT_USED, W_FF_EXP, W_SHARED, W_DENSE, W_NEXTN,
+	W_FF_SHEXP, W_SSM_CONV, W_SSM_STATE, W_SSM_GROUPS, W_SSM_DT_RANK, W_SSM_INNER,
+	W_ATTN_INTERVAL, W_N_INT
 };
 
-enum warch { WA_LLAMA = 1, WA_QWEN3MOE, WA_GLM4MOE };
+enum warch { WA_LLAMA = 1, WA_QWEN3MOE, WA_GLM4MOE, WA_QWEN3NEXT };
 
-/* What a tensor holds, which decides its value distribution. */
-enum wkind { K_WEIGHT, K_ROUTER, K_NORM, K_BIAS, K_PROBS_B };
+/*
+ * What a tensor holds, which decides its value distribution (and, for
+ * K_CONV, that it stays F32 as llama.cpp's quantiser keeps ssm_conv1d).
+ */
+enum wkind { K_WEIGHT, K_ROUTER, K_NORM, K_BIAS, K_PROBS_B, K_CONV, K_VEC, K_SSM_A };
 
 struct wcfg {
 	const char *arch_name;
