@@ -509,7 +509,8 @@ START_TEST(act_q8k)
 }
 END_TEST
 
-/* Q8_1: Q8_0's values and scales, plus s = d * sum(q). */
+/* Q8_1: Q8_0's values and scales, plus s = d * sum(q); every level's
+ * rows are byte for byte the scalar ones. */
 START_TEST(act_q8_1)
 {
 	const int64_t k = 32 * 7;
@@ -521,7 +522,25 @@ START_TEST(act_q8_1)
 
 	for (int64_t i = 0; i < k; i++)
 		x[i] = frnd() * 5.0f;
+	memset(x + 3 * 32, 0, 32 * sizeof(float)); /* d = 0 */
+	for (int i = 0; i < 32; i++) /* amax 127: id = 1, halves tie (to even) */
+		x[5 * 32 + i] = i == 7 ? -127.0f : (float)(i - 16) + 0.5f;
+	for (int i = 0; i < 32; i++)
+		x[6 * 32 + i] *= 1e-6f;
 	q81->quantize(x, a, k);
+	EXPECT_EQ(STRATA_Q8_1_QS(a)[5 * 32], -16); /* -15.5 */
+	EXPECT_EQ(STRATA_Q8_1_QS(a)[5 * 32 + 1], -14); /* -14.5 */
+	for (int l = 1; l < n_levels(); l++) {
+		const struct strata_act_ops *ao =
+			&strata_kern_level_get(l)->act[STRATA_ACT_Q8_1];
+		uint8_t *q = aligned_alloc(64, ao->row_bytes(k));
+
+		EXPECT_EQ(ao->row_bytes(k), q81->row_bytes(k));
+		ao->quantize(x, q, k);
+		EXPECT(memcmp(q, a, k + k / 4) == 0, "%s Q8_1 activations differ from scalar",
+		       strata_simd_name(l));
+		free(q);
+	}
 	q80->quantize(x, b, k);
 	for (int64_t i = 0; i < k; i++) {
 		int8_t qa, qb;
@@ -543,6 +562,32 @@ START_TEST(act_q8_1)
 END_TEST
 
 /* ---- matmul ------------------------------------------------------------------------ */
+
+/* The 32-value block types have their own kernels and dequantisation at
+ * every SIMD level (a missing entry would fall back to scalar, and
+ * matmul_types would then compare scalar with itself). */
+START_TEST(legacy_levels_complete)
+{
+	static const uint32_t legacy[] = { STRATA_TYPE_Q4_0, STRATA_TYPE_Q4_1,
+					   STRATA_TYPE_Q5_0, STRATA_TYPE_Q5_1,
+					   STRATA_TYPE_IQ4_NL };
+
+	for (int l = 1; l < n_levels(); l++) {
+		const struct strata_kern_level *lv = strata_kern_level_get(l);
+
+		for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++) {
+			const struct strata_type_ops *to = &lv->type[legacy[i]];
+
+			EXPECT(to->mm && to->mm != strata_kern_scalar.type[legacy[i]].mm &&
+				       to->to_float,
+			       "%s has no %s kernel", strata_simd_name(l),
+			       strata_type_name(legacy[i]));
+			EXPECT(lv->act[to->act].quantize, "%s: no activation quantiser",
+			       strata_simd_name(l));
+		}
+	}
+}
+END_TEST
 
 /* The table that computes `type` at level l (scalar where l has no entry). */
 static const struct strata_kern_level *table_for(int l, uint32_t type)
@@ -628,7 +673,8 @@ static void check_type(uint32_t type)
 	static const int64_t rows[] = { 1, 3, 5, 17, 66 };
 	static const int64_t ntok[] = { 1, 2, 3, 5, 8, 9, 17, 40 };
 	const int64_t blk = strata_type_block(type);
-	const int64_t cols[] = { blk, 2 * blk, 5 * blk, blk == 32 ? 40 * blk : 6 * blk };
+	/* 41 blocks: an odd block left over after runs of 16 (avx512) */
+	const int64_t cols[] = { blk, 2 * blk, 5 * blk, blk == 32 ? 41 * blk : 6 * blk };
 	struct strata_pool *pool;
 
 	EXPECT_EQ(strata_pool_create(2, &pool), 0);
@@ -677,6 +723,7 @@ int main(void)
 	tcase_add_test(tc, quantize_stable_on_grid);
 	tcase_add_test(tc, act_q8k);
 	tcase_add_test(tc, act_q8_1);
+	tcase_add_test(tc, legacy_levels_complete);
 	tcase_add_loop_test(tc, matmul_types, 0, (int)N_TYPES);
 	tcase_add_test(tc, mat_init_rejects);
 	suite_add_tcase(s, tc);

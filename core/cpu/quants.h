@@ -53,6 +53,11 @@ STRATA_DECL_MM(iq4_nl, avx512)
 STRATA_DECL_TO_FLOAT(q4_0, avx512)
 STRATA_DECL_TO_FLOAT(q5_0, avx512)
 STRATA_DECL_TO_FLOAT(iq4_nl, avx512)
+STRATA_DECL_MM(q4_1, avx512)
+STRATA_DECL_MM(q5_1, avx512)
+STRATA_DECL_TO_FLOAT(q4_1, avx512)
+STRATA_DECL_TO_FLOAT(q5_1, avx512)
+void strata_q8_1_quantize_avx512(const float *x, void *dst, int64_t k);
 /* quants_legacy_avx2.c */
 STRATA_DECL_MM(q4_0, avx2)
 STRATA_DECL_MM(q5_0, avx2)
@@ -60,6 +65,11 @@ STRATA_DECL_MM(iq4_nl, avx2)
 STRATA_DECL_TO_FLOAT(q4_0, avx2)
 STRATA_DECL_TO_FLOAT(q5_0, avx2)
 STRATA_DECL_TO_FLOAT(iq4_nl, avx2)
+STRATA_DECL_MM(q4_1, avx2)
+STRATA_DECL_MM(q5_1, avx2)
+STRATA_DECL_TO_FLOAT(q4_1, avx2)
+STRATA_DECL_TO_FLOAT(q5_1, avx2)
+void strata_q8_1_quantize_avx2(const float *x, void *dst, int64_t k);
 /* quants_k.c */
 STRATA_DECL_SCALAR(q2_k)
 STRATA_DECL_SCALAR(q3_k)
