@@ -153,3 +153,89 @@ void tu_log_release(void)
 {
 	strata_log_set_sink(NULL, NULL);
 }
+
+/* ---- llama.cpp vocab test vectors ------------------------------------------- */
+
+static const char VOCAB_SEP[] = "\n__ggml_vocab_test__\n";
+
+/* Parse the ids of each .out line into t->ids; returns the line count or -1. */
+static int vocab_read_out(char *out, struct tu_vocab_tests *t, int n_tests)
+{
+	size_t n_ids = 0, k = 0;
+	int line = 0;
+
+	for (char *p = out; *p; p++)
+		n_ids += *p == ' ' || *p == '\n'; /* ids are separated by either */
+	t->ids = malloc((n_ids + 1) * sizeof(*t->ids));
+	if (!t->ids)
+		return -1;
+	for (char *p = out; *p && line < n_tests; line++) {
+		char *eol = strchr(p, '\n'), *e;
+
+		if (!eol)
+			eol = p + strlen(p);
+		t->v[line].ids = t->ids + k;
+		for (long v = strtol(p, &e, 10); e != p && e <= eol; v = strtol(p, &e, 10)) {
+			t->ids[k++] = (int32_t)v;
+			t->v[line].n_ids++;
+			p = e;
+		}
+		p = *eol ? eol + 1 : eol;
+		if (line + 1 == n_tests && *p) {
+			printf("vocab tests: the .out file has more lines than the .inp has tests\n");
+			return -1;
+		}
+	}
+	return line;
+}
+
+int tu_vocab_tests_read(const char *name, struct tu_vocab_tests *t)
+{
+	char rel[512];
+	size_t ilen = 0, olen = 0, pos = 0;
+	char *out;
+	int n = 0, lines;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.inp", name);
+	t->inp = tu_shared(rel) ? tu_read_file(tu_shared(rel), &ilen) : NULL;
+	snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.out", name);
+	out = tu_shared(rel) ? tu_read_file(tu_shared(rel), &olen) : NULL;
+	if (!t->inp || !out) {
+		printf("vocab tests: cannot read the .inp/.out of %s\n", name);
+		free(out);
+		return -1;
+	}
+	for (const char *m = t->inp; (m = strstr(m, VOCAB_SEP)); m += strlen(VOCAB_SEP))
+		n++;
+	t->v = calloc((size_t)n + 1, sizeof(*t->v));
+	if (!t->v) {
+		free(out);
+		return -1;
+	}
+	/* The .inp holds no NUL bytes; the text after the last separator is a test too. */
+	for (t->n = 0; pos < ilen; t->n++) {
+		char *m = strstr(t->inp + pos, VOCAB_SEP);
+		size_t tl = m ? (size_t)(m - t->inp) - pos : ilen - pos;
+
+		t->v[t->n].text = t->inp + pos;
+		t->v[t->n].len = tl;
+		pos += tl + (m ? strlen(VOCAB_SEP) : 0);
+	}
+	lines = vocab_read_out(out, t, t->n);
+	free(out);
+	if (lines != t->n) {
+		if (lines >= 0)
+			printf("vocab tests: %s: %d .out lines for %d tests\n", name, lines, t->n);
+		return -1;
+	}
+	return t->n;
+}
+
+void tu_vocab_tests_free(struct tu_vocab_tests *t)
+{
+	free(t->v);
+	free(t->inp);
+	free(t->ids);
+	memset(t, 0, sizeof(*t));
+}

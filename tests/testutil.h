@@ -5,6 +5,7 @@
 #define STRATA_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define STRATA_TEST_SKIP 77
 
@@ -42,5 +43,28 @@ extern char tu_log[16384];
 extern int tu_log_lines;
 void tu_log_capture(void);
 void tu_log_release(void);
+
+/*
+ * llama.cpp's tokenizer test vectors vocab/ggml-vocab-NAME.gguf.inp/.out:
+ * the .inp texts are separated by "\n__ggml_vocab_test__\n", and line i of
+ * the .out file holds the ids of text i.  tu_vocab_tests_read() fills *t
+ * (texts point into t->inp, ids into t->ids) and returns the number of
+ * tests, or -1 when a file is missing or the two disagree in count (the
+ * reason printed).  Release with tu_vocab_tests_free().
+ */
+struct tu_vocab_test {
+	const char *text;
+	size_t len;
+	const int32_t *ids;
+	int n_ids;
+};
+struct tu_vocab_tests {
+	struct tu_vocab_test *v;
+	int n;
+	char *inp;
+	int32_t *ids;
+};
+int tu_vocab_tests_read(const char *name, struct tu_vocab_tests *t);
+void tu_vocab_tests_free(struct tu_vocab_tests *t);
 
 #endif

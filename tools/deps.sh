@@ -3,7 +3,8 @@
 # Run as root (or with sudo available); prints what it installs.
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev)
+pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev libpcre2-dev
+      libutf8proc-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do

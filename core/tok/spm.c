@@ -335,14 +335,16 @@ static int spm_piece(const struct strata_tokenizer *t, int32_t id, unsigned attr
 	return k > INT_MAX ? -EOVERFLOW : (int)k;
 }
 
-static void spm_defaults(struct strata_tokenizer *t)
+static int spm_defaults(struct strata_tokenizer *t, const struct strata_gguf *g)
 {
+	(void)g;
 	t->bos = 1;
 	t->eos = 2;
 	t->unk = 0;
 	t->add_bos = 1;
 	t->add_eos = 0;
 	t->add_space_prefix = 1;
+	return 0;
 }
 
 static int build_pairs(const struct strata_tokenizer *t, struct spm_state *st)

@@ -1,7 +1,8 @@
 /*
  * tok_impl.h - the tokenizer's layout, shared by the vocabulary loader
  * (tok_vocab.c), the generic front end (tokenizer.c) and the per-model
- * back ends (spm.c; later bpe.c, wpm.c).  Not a public header.
+ * back ends (spm.c, bpe.c with the pre-tokenizers of pretok.c, wpm.c).
+ * Not a public header.
  *
  * A back end is one `struct strata_tok_model`: the generic layer loads the
  * vocabulary, splits the text at special tokens and adds BOS/EOS; the back
@@ -56,8 +57,12 @@ static inline int strata_tok_ids_push(struct strata_tok_ids *o, int32_t id)
 
 struct strata_tok_model {
 	const char *name; /* the tokenizer.ggml.model value */
-	/* Model defaults, applied before the file's keys are read. */
-	void (*defaults)(struct strata_tokenizer *t);
+	/*
+	 * Model defaults, applied before the file's special-token keys are read
+	 * (g is there for keys that choose the defaults, e.g. tokenizer.ggml.pre).
+	 * 0 or -errno, logged.
+	 */
+	int (*defaults)(struct strata_tokenizer *t, const struct strata_gguf *g);
 	/* Model state built from the loaded vocabulary (t->model_state); may be NULL. */
 	int (*init)(struct strata_tokenizer *t, const struct strata_gguf *g);
 	void (*fini)(struct strata_tokenizer *t);
@@ -76,6 +81,8 @@ struct strata_tok_model {
 };
 
 extern const struct strata_tok_model strata_tok_model_spm;
+extern const struct strata_tok_model strata_tok_model_bpe;
+extern const struct strata_tok_model strata_tok_model_wpm;
 
 struct strata_tokenizer {
 	const struct strata_tok_model *model;
@@ -97,7 +104,7 @@ struct strata_tokenizer {
 	/* special ids, -1 when unset */
 	int32_t bos, eos, eot, eom, unk, sep, pad, mask_id;
 	int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
-	int add_bos, add_eos, add_space_prefix;
+	int add_bos, add_eos, add_sep, add_space_prefix; /* add_sep: SEP after EOS (BERT) */
 
 	/* control/user-defined/unknown ids, longest text first (ties: lower id) */
 	int32_t *special;
@@ -111,6 +118,49 @@ static inline const char *strata_tok_text(const struct strata_tokenizer *t, int3
 
 /* Exact-text lookup in the vocabulary hash; -1 when absent. */
 int32_t strata_tok_lookup(const struct strata_tokenizer *t, const char *s, size_t n);
+
+/* ---- pre-tokenizers (pretok.c) ------------------------------------------------ */
+
+/* A piece of text: bytes [off, off + len) of the fragment being split. */
+struct strata_tok_span {
+	uint32_t off, len;
+};
+
+struct strata_tok_spans {
+	struct strata_tok_span *v;
+	size_t n, cap;
+};
+
+/* Behaviour a pre-tokenizer type brings besides its regexes (llama.cpp's). */
+#define STRATA_PRETOK_IGNORE_MERGES 1u /* a word that is a token is taken whole */
+#define STRATA_PRETOK_ADD_BOS 2u       /* add_bos defaults to true */
+
+struct strata_pretok;
+
+/*
+ * Compile the regex list of the tokenizer.ggml.pre value name[0..len) (NULL:
+ * the key is missing, llama.cpp's "default").  Returns 0 and *out (free with
+ * strata_pretok_free), -ENOTSUP for an unknown name (not logged: the caller
+ * knows the file), -ENOMEM, or -EINVAL if PCRE2 rejects a built-in regex
+ * (logged; a bug).
+ */
+int strata_pretok_open(const char *name, size_t len, struct strata_pretok **out);
+void strata_pretok_free(struct strata_pretok *p);
+/* STRATA_PRETOK_* flags of the type. */
+unsigned strata_pretok_flags(const struct strata_pretok *p);
+/* The canonical name of the type ("gpt-2", "llama3", ...). */
+const char *strata_pretok_name(const struct strata_pretok *p);
+
+/*
+ * Split text[0..len) (len < 4 GiB) into words, appended to out (out->n reset
+ * first): each regex of the list splits every piece left by the one before
+ * into its matches and the text between them, llama.cpp's
+ * unicode_regex_split.  Invalid UTF-8 is never matched, so it stays in the
+ * pieces between matches.  Returns the number of words or -errno (-ENOMEM,
+ * -E2BIG when PCRE2 hits a match limit, logged).
+ */
+int strata_pretok_split(const struct strata_pretok *p, const char *text, size_t len,
+			struct strata_tok_spans *out);
 
 /*
  * Fill everything but the model state from g's tokenizer.* keys (t->model

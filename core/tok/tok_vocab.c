@@ -303,6 +303,8 @@ static int read_specials(struct strata_tokenizer *t, const struct strata_gguf *g
 		rc = read_flag(t, g, "tokenizer.ggml.add_eos_token", &t->add_eos);
 	if (rc == 0)
 		rc = read_flag(t, g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix);
+	if (rc == 0)
+		rc = read_flag(t, g, "tokenizer.ggml.add_sep_token", &t->add_sep);
 	return rc;
 }
 
@@ -519,8 +521,9 @@ int strata_tok_vocab_load(struct strata_tokenizer *t, const struct strata_gguf *
 	rc = load_tokens(t, g);
 	if (rc < 0)
 		return rc;
-	t->model->defaults(t);
-	rc = read_specials(t, g);
+	rc = t->model->defaults(t, g);
+	if (rc == 0)
+		rc = read_specials(t, g);
 	if (rc < 0)
 		return rc;
 	detect_by_text(t);

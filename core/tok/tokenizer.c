@@ -21,6 +21,8 @@
 
 static const struct strata_tok_model *const models[] = {
 	&strata_tok_model_spm,
+	&strata_tok_model_bpe,
+	&strata_tok_model_wpm,
 };
 
 /* ---- load / free ----------------------------------------------------------- */
@@ -48,8 +50,8 @@ static int pick_model(struct strata_tokenizer *t, const struct strata_gguf *g)
 			return 0;
 		}
 	}
-	strata_error("%s: tokenizer model '%s' is not supported (supported: llama)", t->path,
-		     t->model_name);
+	strata_error("%s: tokenizer model '%s' is not supported (supported: llama, gpt2, bert)",
+		     t->path, t->model_name);
 	return -ENOTSUP;
 }
 
@@ -305,6 +307,8 @@ int strata_tokenize(const struct strata_tokenizer *t, const char *text, size_t l
 	}
 	if (rc == 0 && (flags & STRATA_TOK_ADD_BOS) && t->add_eos && t->eos >= 0)
 		rc = strata_tok_ids_push(&out, t->eos);
+	if (rc == 0 && (flags & STRATA_TOK_ADD_BOS) && t->add_sep && t->sep >= 0)
+		rc = strata_tok_ids_push(&out, t->sep);
 	free(f.v);
 	if (rc == 0 && out.n > INT_MAX)
 		rc = -EOVERFLOW;

@@ -2,8 +2,11 @@
  * tokenizer.h - text <-> token ids, from the vocabulary stored in a GGUF file.
  *
  * Supported models (GGUF key tokenizer.ggml.model): "llama" (SentencePiece
- * BPE with scores, byte fallback, "▁" for spaces).  Later: "gpt2" (byte-level
- * BPE), "bert" (WordPiece).
+ * BPE with scores, byte fallback, "▁" for spaces) and "gpt2" (byte-level BPE
+ * with merge ranks, its pre-tokenizer chosen by tokenizer.ggml.pre: gpt-2,
+ * llama3/llama-bpe, qwen2, deepseek-llm, deepseek-coder, falcon, starcoder,
+ * refact, mpt, default and llama.cpp's aliases of those) and "bert"
+ * (WordPiece, Hugging Face's BERT normaliser: lowercase, accents stripped).
  *
  * Behaviour follows llama.cpp's vocabulary code, so ids agree with a model
  * converted for llama.cpp: the same special-token partition, the same
@@ -24,8 +27,10 @@ struct strata_tokenizer;
  * Flags for strata_tokenize().
  *
  * STRATA_TOK_ADD_BOS is llama.cpp's add_special: BOS is prepended when the
- * vocab asks for it (tokenizer.ggml.add_bos_token, default true for "llama")
- * and EOS appended when it asks for that (add_eos_token, default false).
+ * vocab asks for it (tokenizer.ggml.add_bos_token, default true for "llama"
+ * and "bert", false for "gpt2" but for the llama3 pre-tokenizer), EOS
+ * appended when it asks for that (add_eos_token, default false) and SEP
+ * after it likewise (add_sep_token, default true for "bert" only).
  *
  * STRATA_TOK_PARSE_SPECIAL matches control (and unknown-type) tokens written
  * in the text, e.g. "<s>" or "<|user|>".  User-defined tokens are matched
@@ -50,10 +55,14 @@ struct strata_tokenizer;
 /*
  * Build a tokenizer from the tokenizer.* keys of g.  The tokenizer copies what
  * it needs: g may be closed afterwards.  Returns 0 or -errno (-ENOTSUP for an
- * unknown tokenizer model, -EINVAL for an inconsistent vocab: array lengths or
- * element types that differ, duplicate tokens, special ids out of range;
- * -ENOENT when the file has no tokenizer.ggml.model), logging one error that
- * names the file.  A special id stored as 0xFFFFFFFF (or -1) means "unset".
+ * unknown tokenizer model or tokenizer.ggml.pre, -EINVAL for an inconsistent
+ * vocab: array lengths or element types that differ, duplicate tokens, special
+ * ids out of range, a missing or malformed tokenizer.ggml.merges or a merge
+ * naming a token the vocab lacks; -ENOENT when the file has no
+ * tokenizer.ggml.model), logging one error that names the file.  A special id
+ * stored as 0xFFFFFFFF (or -1) means "unset".  Byte-level BPE vocabs get
+ * llama.cpp's defaults: no BOS/EOS added unless add_bos_token/add_eos_token
+ * say so (llama3 pre-tokenizers: BOS), BOS = EOS = 11 unless given.
  * *out released with strata_tokenizer_free().
  */
 int strata_tokenizer_load(const struct strata_gguf *g, struct strata_tokenizer **out);
@@ -66,7 +75,7 @@ int32_t strata_tokenizer_eos(const struct strata_tokenizer *t); /* -1 if none */
 int32_t strata_tokenizer_eot(const struct strata_tokenizer *t);
 /* 1 when id ends generation (EOS, EOT, ...). */
 int strata_tokenizer_is_eog(const struct strata_tokenizer *t, int32_t id);
-/* The tokenizer.ggml.model string ("llama"). */
+/* The tokenizer.ggml.model string ("llama", "gpt2", "bert"). */
 const char *strata_tokenizer_model(const struct strata_tokenizer *t);
 
 /* STRATA_TOKEN_ATTR_* bits of id after the load-time fix-ups; 0 if out of range. */
@@ -79,7 +88,11 @@ int32_t strata_tokenizer_find(const struct strata_tokenizer *t, const char *text
  * *ids is a malloc'd array the caller frees (NULL when the count is 0).
  * Negative errno on failure: -ENOMEM, -EOVERFLOW for a text over 256 MiB
  * between special tokens or with more than INT_MAX ids, -EILSEQ when a byte
- * can be represented neither by a byte token nor by the unknown token (logged).
+ * can be represented neither by a byte token nor by the unknown token (logged;
+ * SentencePiece).  A byte-level BPE vocab has no such error: a byte whose
+ * character it lacks becomes the unknown token, or is dropped when there is
+ * none, as llama.cpp and Hugging Face do.  -E2BIG when the pre-tokenizer's
+ * regex hits PCRE2's match limit (logged).
  */
 int strata_tokenize(const struct strata_tokenizer *t, const char *text, size_t len,
 		    unsigned flags, int32_t **ids);
@@ -106,6 +119,8 @@ const char *strata_token_text(const struct strata_tokenizer *t, int32_t id);
  * vocab adds a space prefix, the leading space of the first piece is dropped,
  * unless REMOVE_SPECIAL dropped a leading BOS (then the text after a BOS keeps
  * its space), so detokenize(tokenize(s)) == s for text tokenized without BOS.
+ * Unlike llama.cpp, byte-level BPE vocabs get no clean_up_tokenization_spaces
+ * pass (" ," -> ","): that would break the round trip.
  */
 int strata_detokenize(const struct strata_tokenizer *t, const int32_t *ids, size_t n,
 		      unsigned flags, char *buf, size_t cap);
