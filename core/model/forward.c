@@ -1,142 +1,17 @@
 /*
- * forward.c - the transformer forward pass on the CPU (arch llama) and the
- * sequence state it extends (an F32 KV cache, as llama.cpp's reference runs).
+ * forward.c - the forward pass on the CPU: attention (optionally gated, as
+ * qwen3next's full-attention layers) or the DeltaNet mixer, then the dense
+ * or mixture-of-experts FFN, layer by layer; it extends the sequence state
+ * laid out in seq_int.h.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "moe.h"
+#include "seq_int.h"
 #include "cpu/attn.h"
 #include "util/log.h"
-
-struct strata_seq {
-	const struct strata_model *m;
-	uint32_t n_ctx, max_batch, pos;
-	uint32_t stride;   /* cache row length: n_ctx rounded up to 16 */
-	uint32_t kv_dim, kv_dim_v;
-	/*
-	 * The cache is stored transposed, [n_layer][n_head_kv][head_dim][stride]:
-	 * a query's scores are then sums of rows over positions and its output
-	 * head_dim dots over positions, vectorised however small the head.
-	 */
-	float *k, *v;
-	float *kb, *vb;    /* [B][kv_dim]: this batch's keys and values */
-	float *x, *xn;     /* [B][n_embd] residual, normed */
-	float *q, *att;    /* [B][n_head*head_dim], [B][n_head*head_dim_v] */
-	float *hb, *hb2;   /* [B][n_ff] */
-	float *ffn_out;    /* [B][n_embd] */
-	struct strata_moe_ws *moe; /* NULL for dense models */
-	float *scores;     /* [SEQ_MAX_THREADS][stride] */
-	float *inv_freq;   /* [n_rot/2] */
-};
-
-static void *xcalloc(size_t n, size_t size)
-{
-	/* 64-byte aligned, zeroed: kernels like aligned rows. */
-	void *p = NULL;
-
-	if (n && size > SIZE_MAX / n)
-		return NULL;
-	if (posix_memalign(&p, 64, n * size > 0 ? n * size : 64))
-		return NULL;
-	memset(p, 0, n * size);
-	return p;
-}
-
-#define SEQ_MAX_THREADS 256
-
-int strata_seq_create(const struct strata_model *m, uint32_t n_ctx, uint32_t max_batch,
-		      struct strata_seq **out)
-{
-	const struct strata_hparams *hp = &m->hp;
-	struct strata_seq *s;
-	size_t B, ctx;
-
-	*out = NULL;
-	if (n_ctx == 0)
-		n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
-	if (max_batch == 0 || max_batch > n_ctx)
-		max_batch = n_ctx;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->m = m;
-	s->n_ctx = n_ctx;
-	s->stride = (n_ctx + 15) & ~15u;
-	s->max_batch = max_batch;
-	s->kv_dim = hp->n_head_kv * hp->head_dim;
-	s->kv_dim_v = hp->n_head_kv * hp->head_dim_v;
-	B = max_batch;
-	ctx = s->stride;
-	s->k = xcalloc((size_t)hp->n_layer * ctx, s->kv_dim * sizeof(float));
-	s->v = xcalloc((size_t)hp->n_layer * ctx, s->kv_dim_v * sizeof(float));
-	s->kb = xcalloc(B, s->kv_dim * sizeof(float));
-	s->vb = xcalloc(B, s->kv_dim_v * sizeof(float));
-	s->x = xcalloc(B, hp->n_embd * sizeof(float));
-	s->xn = xcalloc(B, hp->n_embd * sizeof(float));
-	s->q = xcalloc(B, (size_t)hp->n_head * hp->head_dim * sizeof(float));
-	s->att = xcalloc(B, (size_t)hp->n_head * hp->head_dim_v * sizeof(float));
-	s->hb = xcalloc(B, hp->n_ff * sizeof(float));
-	s->ffn_out = xcalloc(B, hp->n_embd * sizeof(float));
-	if (hp->n_expert && strata_moe_ws_create(hp, max_batch, &s->moe))
-		s->moe = NULL;
-	s->hb2 = xcalloc(B, hp->n_ff * sizeof(float));
-	s->scores = xcalloc(SEQ_MAX_THREADS, ctx * sizeof(float));
-	s->inv_freq = xcalloc(hp->n_rot / 2 + 1, sizeof(float));
-	if (!s->k || !s->v || !s->kb || !s->vb || !s->x || !s->xn || !s->q || !s->att || !s->hb || !s->hb2 || !s->ffn_out || (hp->n_expert && !s->moe) ||
-	    !s->scores || !s->inv_freq) {
-		strata_error("out of memory for a context of %u tokens (batch %u)", n_ctx, max_batch);
-		strata_seq_free(s);
-		return -ENOMEM;
-	}
-	/* theta_i = pos * base^(-2i/n_rot) * freq_scale / freq_factor_i */
-	for (uint32_t i = 0; i < hp->n_rot / 2; i++) {
-		double f = pow((double)hp->rope_base, -2.0 * i / (double)hp->n_rot);
-
-		f *= hp->rope_freq_scale;
-		if (m->rope_freqs)
-			f /= m->rope_freqs[i];
-		s->inv_freq[i] = (float)f;
-	}
-	*out = s;
-	return 0;
-}
-
-void strata_seq_free(struct strata_seq *s)
-{
-	if (!s)
-		return;
-	free(s->k);
-	free(s->v);
-	free(s->kb);
-	free(s->vb);
-	free(s->x);
-	free(s->xn);
-	free(s->q);
-	free(s->att);
-	free(s->hb);
-	free(s->hb2);
-	free(s->ffn_out);
-	strata_moe_ws_free(s->moe);
-	free(s->scores);
-	free(s->inv_freq);
-	free(s);
-}
-
-uint32_t strata_seq_pos(const struct strata_seq *s) { return s->pos; }
-uint32_t strata_seq_n_ctx(const struct strata_seq *s) { return s->n_ctx; }
-uint32_t strata_seq_max_batch(const struct strata_seq *s) { return s->max_batch; }
-
-int strata_seq_truncate(struct strata_seq *s, uint32_t pos)
-{
-	if (pos > s->pos)
-		return -EINVAL;
-	s->pos = pos;
-	return 0;
-}
 
 /* ---- element-wise pieces ---------------------------------------------------- */
 
@@ -208,8 +83,8 @@ static void attn_worker(void *arg, int ith, int nth)
 	const int group = (int)(hp->n_head / hp->n_head_kv);
 	const float scale = 1.0f / sqrtf((float)hd);
 	const size_t ctx = s->stride;
-	const float *kl = s->k + (size_t)a->layer * s->kv_dim * ctx;
-	const float *vl = s->v + (size_t)a->layer * s->kv_dim_v * ctx;
+	const float *kl = s->k + (size_t)s->kv_slot[a->layer] * s->kv_dim * ctx;
+	const float *vl = s->v + (size_t)s->kv_slot[a->layer] * s->kv_dim_v * ctx;
 	float *sc = s->scores + (size_t)ith * ctx;
 	long begin, end;
 
@@ -247,6 +122,54 @@ static void cache_store(float *cache, const float *rows, uint32_t n, uint32_t n_
 
 /* ---- the layer loop --------------------------------------------------------- */
 
+/* Split [q, gate] per head into q (s->q) and gate (kept in place in s->qg). */
+static void split_gated_q(struct strata_seq *s, uint32_t n)
+{
+	const struct strata_hparams *hp = &s->m->hp;
+	const size_t hd = hp->head_dim;
+
+	for (uint32_t t = 0; t < n; t++)
+		for (uint32_t h = 0; h < hp->n_head; h++) {
+			const float *src = s->qg + ((size_t)t * hp->n_head + h) * 2 * hd;
+
+			memcpy(s->q + ((size_t)t * hp->n_head + h) * hd, src, hd * sizeof(float));
+		}
+}
+
+/* att[t][h] *= sigmoid(gate[t][h]): qwen3next's output gate. */
+static void apply_gate(struct strata_seq *s, uint32_t n)
+{
+	const struct strata_hparams *hp = &s->m->hp;
+	const size_t hd = hp->head_dim;
+
+	for (uint32_t t = 0; t < n; t++)
+		for (uint32_t h = 0; h < hp->n_head; h++) {
+			const float *gate = s->qg + ((size_t)t * hp->n_head + h) * 2 * hd + hd;
+			float *o = s->att + ((size_t)t * hp->n_head + h) * hd;
+
+			for (size_t d = 0; d < hd; d++)
+				o[d] /= 1.0f + expf(-gate[d]);
+		}
+}
+
+/* q, k, v of the batch (normed rows in s->xn) into s->q, s->kb, s->vb. */
+static void qkv_project(struct strata_seq *s, struct strata_pool *pool,
+			const struct strata_layer *L, uint32_t n)
+{
+	const struct strata_hparams *hp = &s->m->hp;
+	const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim;
+	struct strata_mm_item it[3] = {
+		{ .W = &L->wq, .x = s->xn, .ldx = e, .n_tok = n, .y = L->attn_gated ? s->qg : s->q,
+		  .ldy = L->attn_gated ? 2 * qd : qd },
+		{ .W = &L->wk, .x = s->xn, .ldx = e, .n_tok = n, .y = s->kb, .ldy = s->kv_dim },
+		{ .W = &L->wv, .x = s->xn, .ldx = e, .n_tok = n, .y = s->vb, .ldy = s->kv_dim_v },
+	};
+
+	strata_matmul_many(pool, it, 3);
+	if (L->attn_gated)
+		split_gated_q(s, n);
+}
+
 static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l,
 			    uint32_t n)
 {
@@ -255,6 +178,7 @@ static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint
 	const struct strata_layer *L = &m->layers[l];
 	const uint32_t e = hp->n_embd, qd = hp->n_head * hp->head_dim;
 	float *kc = s->kb, *vc = s->vb;
+	const size_t slot = s->kv_slot[l];
 	struct attn_task at = { s, l, n, s->pos };
 	int nth = strata_pool_size(pool) < SEQ_MAX_THREADS ? strata_pool_size(pool)
 							    : SEQ_MAX_THREADS;
@@ -262,9 +186,7 @@ static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint
 	for (uint32_t t = 0; t < n; t++)
 		rmsnorm(s->xn + (size_t)t * e, s->x + (size_t)t * e, L->attn_norm, (int)e,
 			hp->rms_eps);
-	strata_matmul(pool, &L->wq, s->xn, e, n, s->q, qd);
-	strata_matmul(pool, &L->wk, s->xn, e, n, kc, s->kv_dim);
-	strata_matmul(pool, &L->wv, s->xn, e, n, vc, s->kv_dim_v);
+	qkv_project(s, pool, L, n);
 	if (L->bq)
 		add_bias(s->q, L->bq, n, qd);
 	if (L->bk)
@@ -281,17 +203,37 @@ static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint
 		rope(kc + (size_t)t * s->kv_dim, (int)hp->n_head_kv, (int)hp->head_dim,
 		     (int)hp->n_rot, hp->rope_type, s->pos + t, s->inv_freq);
 	}
-	cache_store(s->k + (size_t)l * s->kv_dim * s->stride, kc, n, hp->n_head_kv, hp->head_dim,
+	cache_store(s->k + slot * s->kv_dim * s->stride, kc, n, hp->n_head_kv, hp->head_dim,
 		    s->stride, s->pos);
-	cache_store(s->v + (size_t)l * s->kv_dim_v * s->stride, vc, n, hp->n_head_kv,
+	cache_store(s->v + slot * s->kv_dim_v * s->stride, vc, n, hp->n_head_kv,
 		    hp->head_dim_v, s->stride, s->pos);
 	/* A handful of (token, head) pairs is not worth waking the pool. */
 	if ((long)n * hp->n_head * (s->pos + n) * hp->head_dim < 32768)
 		nth = 1;
 	strata_pool_run_n(pool, attn_worker, &at, nth);
+	if (L->attn_gated)
+		apply_gate(s, n);
 	strata_matmul(pool, &L->wo, s->att, hp->n_head * hp->head_dim_v, n, s->xn, e);
 	for (size_t i = 0; i < (size_t)n * e; i++)
 		s->x[i] += s->xn[i];
+}
+
+/* The DeltaNet mixer in place of attention (qwen3next's linear layers). */
+static void deltanet_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l,
+			   uint32_t n)
+{
+	const struct strata_hparams *hp = &s->m->hp;
+	const struct strata_layer *L = &s->m->layers[l];
+	const uint32_t e = hp->n_embd;
+	const size_t slot = s->dn_slot[l];
+
+	for (uint32_t t = 0; t < n; t++)
+		rmsnorm(s->xn + (size_t)t * e, s->x + (size_t)t * e, L->attn_norm, (int)e,
+			hp->rms_eps);
+	strata_deltanet(s->dn, pool, hp, L, s->xn, n, s->conv + slot * s->conv_floats,
+			s->ssm + slot * s->ssm_floats, s->ffn_out);
+	for (size_t i = 0; i < (size_t)n * e; i++)
+		s->x[i] += s->ffn_out[i];
 }
 
 static void ffn_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l, uint32_t n)
@@ -341,8 +283,12 @@ int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t
 		strata_mat_get_row(&m->tok_embd, tokens[t], s->x + (size_t)t * e);
 	}
 	/* Trailing nextn (MTP) layers are not part of the main forward pass. */
+	strata_seq_note_write(s, s->pos);
 	for (uint32_t l = 0; l < hp->n_layer - hp->n_nextn; l++) {
-		attention_block(s, pool, l, n);
+		if (m->layers[l].recurrent)
+			deltanet_block(s, pool, l, n);
+		else
+			attention_block(s, pool, l, n);
 		ffn_block(s, pool, l, n);
 	}
 	s->pos += n;

@@ -160,8 +160,8 @@ static int load_experts(struct loader *l, const char *name, int64_t cols, int64_
 	return 0;
 }
 
-/* A vector of n F32 values (norm weights). */
-static int load_vec(struct loader *l, const char *name, int64_t n, int required,
+/* An F32 array of ne0 x ne1 values (norm weights, conv kernels, biases). */
+static int load_f32(struct loader *l, const char *name, int64_t ne0, int64_t ne1, int required,
 		    const float **out)
 {
 	const struct strata_gguf_tensor *t = find(l, name, required);
@@ -170,18 +170,83 @@ static int load_vec(struct loader *l, const char *name, int64_t n, int required,
 	*out = NULL;
 	if (!t)
 		return required ? -EINVAL : 0;
-	rc = check_shape(l, t, name, n, 1);
+	rc = check_shape(l, t, name, ne0, ne1);
 	if (rc)
 		return rc;
 	if (t->type != STRATA_TYPE_F32) {
-		strata_error("%s: tensor '%s' has type %s; strata expects F32 for vectors",
+		strata_error("%s: tensor '%s' has type %s; strata expects F32 here",
 			     l->path, name, strata_type_name(t->type));
 		return -ENOTSUP;
 	}
 	/* The GGUF data section is aligned (>= 32 bytes), so this cast is safe. */
 	*out = (const float *)t->data;
-	l->m->n_params += (uint64_t)n;
+	l->m->n_params += (uint64_t)(ne0 * ne1);
 	l->m->weight_bytes += t->size;
+	return 0;
+}
+
+/* A vector of n F32 values. */
+static int load_vec(struct loader *l, const char *name, int64_t n, int required,
+		    const float **out)
+{
+	return load_f32(l, name, n, 1, required, out);
+}
+
+/* The count of trailing MTP (nextn) layers: may be 0, so not through hp_u32_opt. */
+static int load_nextn(struct loader *l)
+{
+	struct strata_hparams *hp = &l->m->hp;
+
+	strata_gguf_get_u32(l->m->gguf, arch_key(l, "nextn_predict_layers"), &hp->n_nextn);
+	if (hp->n_nextn >= hp->n_layer || hp->n_dense_lead > hp->n_layer) {
+		strata_error("%s: %u nextn and %u leading dense layers do not fit %u layers",
+			     l->path, hp->n_nextn, hp->n_dense_lead, hp->n_layer);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * qwen3next: softmax routing, always renormalised over the top-k (llama.cpp
+ * passes norm_w = true), and a shared expert of its own width gated per token.
+ */
+static int load_qwen3next_moe_hparams(struct loader *l)
+{
+	struct strata_hparams *hp = &l->m->hp;
+	int rc;
+
+	if ((rc = hp_u32_opt(l, "expert_shared_feed_forward_length", &hp->n_ff_shexp)) ||
+	    (rc = hp_f32_opt(l, "expert_weights_scale", &hp->expert_weights_scale)))
+		return rc;
+	return load_nextn(l);
+}
+
+/* The Gated DeltaNet sizes, and which layers attend fully. */
+static int load_ssm_hparams(struct loader *l)
+{
+	struct strata_hparams *hp = &l->m->hp;
+	int rc;
+
+	hp->full_attn_interval = 4;
+	if ((rc = hp_u32(l, "ssm.conv_kernel", &hp->ssm_d_conv)) ||
+	    (rc = hp_u32(l, "ssm.state_size", &hp->ssm_d_state)) ||
+	    (rc = hp_u32(l, "ssm.group_count", &hp->ssm_n_group)) ||
+	    (rc = hp_u32(l, "ssm.time_step_rank", &hp->ssm_dt_rank)) ||
+	    (rc = hp_u32(l, "ssm.inner_size", &hp->ssm_d_inner)) ||
+	    (rc = hp_u32_opt(l, "full_attention_interval", &hp->full_attn_interval)))
+		return rc;
+	if (hp->ssm_dt_rank % hp->ssm_n_group || hp->ssm_d_inner % hp->ssm_dt_rank) {
+		strata_error("%s: ssm.time_step_rank %u must be a multiple of ssm.group_count %u "
+			     "and divide ssm.inner_size %u", l->path, hp->ssm_dt_rank,
+			     hp->ssm_n_group, hp->ssm_d_inner);
+		return -EINVAL;
+	}
+	hp->ssm_head_v = hp->ssm_d_inner / hp->ssm_dt_rank;
+	if (hp->head_dim != hp->head_dim_v) {
+		strata_error("%s: gated attention needs key_length %u == value_length %u",
+			     l->path, hp->head_dim, hp->head_dim_v);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -203,6 +268,8 @@ static int load_moe_hparams(struct loader *l)
 	hp->gating = STRATA_GATING_SOFTMAX;
 	hp->expert_weights_norm = 1; /* qwen3moe always renormalises its top-k */
 	hp->expert_weights_scale = 1.0f;
+	if (hp->arch == STRATA_ARCH_QWEN3NEXT)
+		return load_qwen3next_moe_hparams(l);
 	if (hp->arch != STRATA_ARCH_GLM4MOE)
 		return 0;
 	if ((rc = hp_u32_opt(l, "expert_shared_count", &shared)) ||
@@ -223,13 +290,7 @@ static int load_moe_hparams(struct loader *l)
 	/* Counts may be 0 here, so read them directly rather than through hp_u32_opt. */
 	strata_gguf_get_u32(l->m->gguf, arch_key(l, "leading_dense_block_count"),
 			    &hp->n_dense_lead);
-	strata_gguf_get_u32(l->m->gguf, arch_key(l, "nextn_predict_layers"), &hp->n_nextn);
-	if (hp->n_nextn >= hp->n_layer || hp->n_dense_lead > hp->n_layer) {
-		strata_error("%s: %u nextn and %u leading dense layers do not fit %u layers",
-			     l->path, hp->n_nextn, hp->n_dense_lead, hp->n_layer);
-		return -EINVAL;
-	}
-	return 0;
+	return load_nextn(l);
 }
 
 static int load_hparams(struct loader *l)
@@ -289,7 +350,11 @@ static int load_hparams(struct loader *l)
 	}
 	hp->rope_type = hp->arch == STRATA_ARCH_LLAMA ? STRATA_ROPE_NORM : STRATA_ROPE_NEOX;
 	(void)v;
-	return hp->arch == STRATA_ARCH_LLAMA ? 0 : load_moe_hparams(l);
+	if (hp->arch == STRATA_ARCH_LLAMA)
+		return 0;
+	if ((rc = load_moe_hparams(l)))
+		return rc;
+	return hp->arch == STRATA_ARCH_QWEN3NEXT ? load_ssm_hparams(l) : 0;
 }
 
 #define T(suffix) (snprintf(name, sizeof(name), "blk.%u." suffix, i), name)
@@ -299,15 +364,16 @@ static int load_attention(struct loader *l, uint32_t i)
 	const struct strata_hparams *hp = &l->m->hp;
 	struct strata_layer *L = &l->m->layers[i];
 	int64_t e = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim;
+	int64_t qrows = L->attn_gated ? 2 * q : q; /* gated: [q, gate] per head */
 	int64_t kv = (int64_t)hp->n_head_kv * hp->head_dim;
 	int64_t vv = (int64_t)hp->n_head_kv * hp->head_dim_v;
 	int64_t o = (int64_t)hp->n_head * hp->head_dim_v;
-	int qk_norm = hp->arch == STRATA_ARCH_QWEN3MOE;
+	int qk_norm = hp->arch == STRATA_ARCH_QWEN3MOE || hp->arch == STRATA_ARCH_QWEN3NEXT;
 	char name[96];
 	int rc;
 
 	if ((rc = load_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)) ||
-	    (rc = load_mat(l, T("attn_q.weight"), e, q, &L->wq)) ||
+	    (rc = load_mat(l, T("attn_q.weight"), e, qrows, &L->wq)) ||
 	    (rc = load_mat(l, T("attn_k.weight"), e, kv, &L->wk)) ||
 	    (rc = load_mat(l, T("attn_v.weight"), e, vv, &L->wv)) ||
 	    (rc = load_mat(l, T("attn_output.weight"), o, e, &L->wo)) ||
@@ -316,6 +382,36 @@ static int load_attention(struct loader *l, uint32_t i)
 	    (rc = load_vec(l, T("attn_v.bias"), vv, 0, &L->bv)) ||
 	    (rc = load_vec(l, T("attn_q_norm.weight"), hp->head_dim, qk_norm, &L->q_norm)) ||
 	    (rc = load_vec(l, T("attn_k_norm.weight"), hp->head_dim, qk_norm, &L->k_norm)))
+		return rc;
+	return 0;
+}
+
+/* A Gated DeltaNet mixer: every size follows from the ssm.* metadata. */
+static int load_deltanet(struct loader *l, uint32_t i)
+{
+	const struct strata_hparams *hp = &l->m->hp;
+	struct strata_layer *L = &l->m->layers[i];
+	struct strata_deltanet *dn = &L->dn;
+	const int64_t e = hp->n_embd, nv = hp->ssm_dt_rank, vd = hp->ssm_d_inner;
+	const int64_t ch = 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + vd;
+	char name[96];
+	int rc;
+
+	if ((rc = load_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)))
+		return rc;
+	if (!find(l, T("attn_qkv.weight"), 0) && find(l, T("ssm_in.weight"), 0)) {
+		dn->fused = 1;
+		rc = load_mat(l, T("ssm_in.weight"), e, ch + vd, &dn->wqkvz);
+	} else if (!(rc = load_mat(l, T("attn_qkv.weight"), e, ch, &dn->wqkv))) {
+		rc = load_mat(l, T("attn_gate.weight"), e, vd, &dn->wz);
+	}
+	if (rc ||
+	    (rc = load_mat(l, T("ssm_ba.weight"), e, 2 * nv, &dn->wba)) ||
+	    (rc = load_f32(l, T("ssm_conv1d.weight"), hp->ssm_d_conv, ch, 1, &dn->conv)) ||
+	    (rc = load_vec(l, T("ssm_dt.bias"), nv, 1, &dn->dt_bias)) ||
+	    (rc = load_vec(l, T("ssm_a"), nv, 1, &dn->a)) ||
+	    (rc = load_vec(l, T("ssm_norm.weight"), hp->ssm_head_v, 1, &dn->norm)) ||
+	    (rc = load_mat(l, T("ssm_out.weight"), vd, e, &dn->wout)))
 		return rc;
 	return 0;
 }
@@ -342,7 +438,10 @@ static int load_moe(struct loader *l, uint32_t i)
 	    (rc = load_mat(l, T("ffn_up_shexp.weight"), e, hp->n_ff_shexp, &L->up_shexp)) ||
 	    (rc = load_mat(l, T("ffn_down_shexp.weight"), hp->n_ff_shexp, e, &L->down_shexp)))
 		return rc;
-	return 0;
+	if (hp->arch != STRATA_ARCH_QWEN3NEXT)
+		return 0;
+	L->has_shexp_gate = 1;
+	return load_mat(l, T("ffn_gate_inp_shexp.weight"), e, 1, &L->gate_inp_shexp);
 }
 
 static int load_layer(struct loader *l, uint32_t i)
@@ -350,12 +449,18 @@ static int load_layer(struct loader *l, uint32_t i)
 	const struct strata_hparams *hp = &l->m->hp;
 	struct strata_layer *L = &l->m->layers[i];
 	int64_t e = hp->n_embd;
-	const char *norm = hp->arch == STRATA_ARCH_GLM4MOE ? "post_attention_norm.weight"
-							   : "ffn_norm.weight";
+	const int post = hp->arch == STRATA_ARCH_GLM4MOE || hp->arch == STRATA_ARCH_QWEN3NEXT;
+	const char *norm = post ? "post_attention_norm.weight" : "ffn_norm.weight";
 	char name[96];
 	int rc;
 
-	if ((rc = load_attention(l, i)))
+	if (hp->arch == STRATA_ARCH_QWEN3NEXT) {
+		/* Linear attention but on every interval-th layer; MTP layers attend fully. */
+		L->recurrent = i < hp->n_layer - hp->n_nextn &&
+			       (i + 1) % hp->full_attn_interval != 0;
+		L->attn_gated = !L->recurrent;
+	}
+	if ((rc = L->recurrent ? load_deltanet(l, i) : load_attention(l, i)))
 		return rc;
 	snprintf(name, sizeof(name), "blk.%u.%s", i, norm);
 	if ((rc = load_vec(l, name, e, 1, &L->ffn_norm)))
@@ -467,6 +572,7 @@ static const struct {
 	{ "llama", STRATA_ARCH_LLAMA },
 	{ "qwen3moe", STRATA_ARCH_QWEN3MOE },
 	{ "glm4moe", STRATA_ARCH_GLM4MOE },
+	{ "qwen3next", STRATA_ARCH_QWEN3NEXT },
 };
 
 int strata_model_load(const char *path, struct strata_model **out)
@@ -495,7 +601,7 @@ int strata_model_load(const char *path, struct strata_model **out)
 		}
 	if (!l.m->hp.arch) {
 		strata_error("%s: architecture '%.*s' is not supported (supported: llama, qwen3moe, "
-			     "glm4moe)", path, (int)(arch.len > 64 ? 64 : arch.len), arch.s);
+			     "glm4moe, qwen3next)", path, (int)(arch.len > 64 ? 64 : arch.len), arch.s);
 		rc = -ENOTSUP;
 		goto fail;
 	}

@@ -19,6 +19,7 @@ enum strata_arch {
 	STRATA_ARCH_LLAMA = 1,
 	STRATA_ARCH_QWEN3MOE = 2,
 	STRATA_ARCH_GLM4MOE = 3,
+	STRATA_ARCH_QWEN3NEXT = 4,
 };
 
 /* How router logits become expert weights (GGUF expert_gating_func). */
@@ -57,7 +58,33 @@ enum strata_rope_type {
 	STRATA_ROPE_NEOX = 2, /* rotate halves */
 };
 
+/*
+ * A Gated DeltaNet (linear attention) mixer, qwen3next.  With nk = ssm
+ * group_count key heads of dk = state_size, nv = time_step_rank value heads of
+ * dv = inner_size / nv, and conv_ch = 2*nk*dk + nv*dv channels.
+ */
+struct strata_deltanet {
+	struct strata_mat wqkv;  /* conv_ch x n_embd: q, k, v of every head (attn_qkv) */
+	struct strata_mat wz;    /* nv*dv x n_embd: the output gate z (attn_gate) */
+	/*
+	 * Early conversions fuse both into ssm_in instead: per key head
+	 * [q (dk), k (dk), v (r*dv), z (r*dv)] with r = nv/nk.  Then fused = 1,
+	 * wqkv and wz are unused and the projection is unpacked after the matmul.
+	 */
+	int fused;
+	struct strata_mat wqkvz; /* (conv_ch + nv*dv) x n_embd (ssm_in) */
+	struct strata_mat wba;   /* 2*nv x n_embd: per key head, its value heads' b then a */
+	const float *conv;       /* [conv_ch][d_conv] causal depthwise conv kernel */
+	const float *dt_bias;    /* [nv] */
+	const float *a;          /* [nv] -exp(A_log): the decay's rate */
+	const float *norm;       /* [dv] gated RMSNorm weight */
+	struct strata_mat wout;  /* n_embd x nv*dv (ssm_out) */
+};
+
 struct strata_layer {
+	int recurrent;           /* 1: DeltaNet mixer (dn) instead of attention */
+	int attn_gated;          /* wq rows are [q, gate] per head; output *= sigmoid(gate) */
+	struct strata_deltanet dn;
 	const float *attn_norm;  /* [n_embd] */
 	struct strata_mat wq;    /* n_head*head_dim x n_embd */
 	struct strata_mat wk;    /* n_head_kv*head_dim x n_embd */
@@ -79,6 +106,8 @@ struct strata_layer {
 	struct strata_experts down_exps;     /* n_expert x (n_embd x n_ff_exp) */
 	int has_shexp;                       /* shared expert present */
 	struct strata_mat gate_shexp, up_shexp, down_shexp;
+	int has_shexp_gate;                  /* shared expert scaled by sigmoid(gate_inp_shexp.x) */
+	struct strata_mat gate_inp_shexp;    /* 1 x n_embd */
 	struct strata_nextn nextn;           /* only in nextn layers */
 };
 
@@ -109,6 +138,14 @@ struct strata_hparams {
 	enum strata_gating gating;
 	int expert_weights_norm; /* renormalise the top-k weights */
 	float expert_weights_scale;
+	/* Gated DeltaNet (qwen3next; 0 otherwise) */
+	uint32_t ssm_d_conv;     /* conv kernel length */
+	uint32_t ssm_d_state;    /* dk: key head size */
+	uint32_t ssm_n_group;    /* nk: key heads */
+	uint32_t ssm_dt_rank;    /* nv: value heads (a multiple of nk) */
+	uint32_t ssm_d_inner;    /* nv * dv */
+	uint32_t ssm_head_v;     /* dv */
+	uint32_t full_attn_interval; /* layer i attends fully when (i+1) % interval == 0 */
 };
 
 struct strata_model {
@@ -133,14 +170,16 @@ int strata_model_load(const char *path, struct strata_model **out);
 void strata_model_free(struct strata_model *m);
 
 /*
- * The state of one sequence: KV cache and scratch for batches of up to
- * max_batch tokens.  Owns its memory; the model must outlive it.
+ * The state of one sequence: the KV cache of the attention layers, the conv
+ * and recurrent states of the DeltaNet layers, and scratch for batches of up
+ * to max_batch tokens.  Owns its memory; the model must outlive it.
  */
 struct strata_seq;
 
 /*
  * Make a sequence of n_ctx positions (0 = the model's training context).
- * Returns 0 or -ENOMEM / -EINVAL after logging.
+ * Returns 0 or -ENOMEM / -EINVAL after logging.  Snapshots still bound to
+ * the sequence when it is freed are detached (they must still be freed).
  */
 int strata_seq_create(const struct strata_model *m, uint32_t n_ctx, uint32_t max_batch,
 		      struct strata_seq **out);
@@ -148,8 +187,55 @@ void strata_seq_free(struct strata_seq *s);
 uint32_t strata_seq_pos(const struct strata_seq *s);     /* tokens already in the cache */
 uint32_t strata_seq_n_ctx(const struct strata_seq *s);
 uint32_t strata_seq_max_batch(const struct strata_seq *s);
-/* Forget tokens from position pos on (pos <= current position). */
+/* 1 when the model keeps recurrent state (DeltaNet layers), so truncate is limited. */
+int strata_seq_recurrent(const struct strata_seq *s);
+
+/*
+ * Forget tokens from position pos on.  Exact for attention-only models for
+ * any pos <= the current position.  A recurrent state cannot be rewound, so
+ * for a recurrent model only pos == the current position (a no-op) and
+ * pos == 0 (a reset: KV length 0, conv and recurrent states zeroed) succeed;
+ * to go back to another position restore a snapshot saved there.  Returns
+ * 0 or -EINVAL (nothing changed, nothing logged: callers probe with it).
+ */
 int strata_seq_truncate(struct strata_seq *s, uint32_t pos);
+
+/*
+ * Snapshots: the sequence as it stands at one position, to return to it
+ * later (serve-mode turn checkpoints, speculative decoding's rollback).
+ *
+ * A snapshot is bound to the sequence it was created for.  It holds the
+ * position and a copy of the conv and recurrent states (none for attention-
+ * only models); KV rows are not copied, because appending never rewrites
+ * rows below the current position.  So a snapshot saved at position p stays
+ * restorable until a forward pass writes a row below p, i.e. until the
+ * sequence, having gone back below p (truncate or restoring an earlier
+ * snapshot), is extended again; from then on it is stale.  The sequence
+ * tracks this exactly (the check is per forward call, over its bound
+ * snapshots).  A snapshot saved at position 0 never goes stale.
+ */
+struct strata_seq_snapshot;
+
+/* A snapshot bound to s, sized for its states, holding nothing yet.  0 or -ENOMEM. */
+int strata_seq_snapshot_create(struct strata_seq *s, struct strata_seq_snapshot **out);
+/* Unbind and release; NULL is a no-op.  May be called before or after strata_seq_free. */
+void strata_seq_snapshot_free(struct strata_seq_snapshot *snap);
+/*
+ * Save the sequence's current position and states into snap (overwriting
+ * what it held).  0, or -EINVAL when snap is bound to another sequence (or to
+ * none: its sequence was freed).
+ */
+int strata_seq_save(struct strata_seq *s, struct strata_seq_snapshot *snap);
+/*
+ * Return the sequence to the position and states saved in snap; the rows
+ * after it are forgotten.  snap is left as it was (restore it again to
+ * retry).  0, -EINVAL when snap is bound elsewhere or was never saved,
+ * -ESTALE when the KV rows below its position were rewritten since (see
+ * above); the sequence is unchanged on error.
+ */
+int strata_seq_restore(struct strata_seq *s, const struct strata_seq_snapshot *snap);
+/* Position saved in snap, or UINT32_MAX when it holds nothing restorable (never saved, stale). */
+uint32_t strata_seq_snapshot_pos(const struct strata_seq_snapshot *snap);
 
 /*
  * Append n tokens (n <= max_batch) at the current position and run the

@@ -20,7 +20,8 @@ struct strata_moe_ws {
 	float *g, *u;     /* [B*k][n_ff_exp] */
 	float *d;         /* [B*k][n_embd] expert outputs, grouped by expert */
 	float *gs, *us;   /* [B][n_ff_shexp] shared expert */
-	struct strata_mm_item *items; /* [2*n_expert + 2] one pass's products */
+	float *sg;        /* [B] shared expert gate logits (qwen3next) */
+	struct strata_mm_item *items; /* [2*n_expert + 3] one pass's products */
 	struct strata_mat *mats;      /* [3*n_expert] the experts' matrices */
 };
 
@@ -54,6 +55,7 @@ void strata_moe_ws_free(struct strata_moe_ws *ws)
 	free(ws->mats);
 	free(ws->gs);
 	free(ws->us);
+	free(ws->sg);
 	free(ws);
 }
 
@@ -77,11 +79,12 @@ int strata_moe_ws_create(const struct strata_hparams *hp, uint32_t max_batch,
 	ws->g = zalloc(B * k, hp->n_ff_exp * sizeof(float));
 	ws->u = zalloc(B * k, hp->n_ff_exp * sizeof(float));
 	ws->d = zalloc(B * k, hp->n_embd * sizeof(float));
-	ws->items = zalloc(2 * ne + 2, sizeof(*ws->items));
+	ws->items = zalloc(2 * ne + 3, sizeof(*ws->items));
 	ws->mats = zalloc(3 * ne, sizeof(*ws->mats));
 	ws->gs = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
 	ws->us = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
-	if (!ws->logits || !ws->sel || !ws->w || !ws->count || !ws->start || !ws->tok ||
+	ws->sg = zalloc(B, sizeof(float));
+	if (!ws->sg || !ws->logits || !ws->sel || !ws->w || !ws->count || !ws->start || !ws->tok ||
 	    !ws->tokw || !ws->g || !ws->u || !ws->d || !ws->gs || !ws->us ||
 	    !ws->items || !ws->mats) {
 		strata_moe_ws_free(ws);
@@ -187,6 +190,10 @@ static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
 						    .n_tok = n, .y = ws->gs, .ldy = fs };
 		it[ni++] = (struct strata_mm_item){ .W = &L->up_shexp, .x = xn, .ldx = e,
 						    .n_tok = n, .y = ws->us, .ldy = fs };
+		if (L->has_shexp_gate)
+			it[ni++] = (struct strata_mm_item){ .W = &L->gate_inp_shexp, .x = xn,
+							    .ldx = e, .n_tok = n, .y = ws->sg,
+							    .ldy = 1 };
 	}
 	strata_matmul_many(pool, it, ni);
 	for (size_t i = 0; i < slots * f; i++)
@@ -210,6 +217,12 @@ static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
 	strata_matmul_many(pool, it, ni);
 	if (!L->has_shexp)
 		memset(out, 0, (size_t)n * e * sizeof(float));
+	for (uint32_t t = 0; L->has_shexp_gate && t < n; t++) {
+		float g = 1.0f / (1.0f + expf(-ws->sg[t]));
+
+		for (int64_t i = 0; i < e; i++)
+			out[(size_t)t * e + i] *= g;
+	}
 	for (size_t i = 0; i < slots; i++)
 		strata_axpy_f32(out + (size_t)ws->tok[i] * e, ws->tokw[i], ws->d + i * e, e);
 }

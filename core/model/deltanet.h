@@ -1,0 +1,67 @@
+/*
+ * deltanet.h - the Gated DeltaNet mixer of qwen3next (internal to core/model).
+ *
+ * Per value head h the layer keeps a recurrent state S [dv][dk] and, shared
+ * by all heads, the last d_conv-1 inputs of its causal conv.  For each token:
+ *
+ *   S = exp(g) * S;  d = beta * (v - S k);  S += d k^T;  o = S q
+ *
+ * with q, k L2-normalised (q also scaled by 1/sqrt(dk)), g = a *
+ * softplus(alpha + dt_bias) <= 0 and beta = sigmoid(b).  A prompt batch runs
+ * the chunked (WY / UT transform) form of the same rule, 64 tokens per
+ * chunk; decode (one token) runs the recurrence.  Both are exposed so tests
+ * can hold them against each other.
+ */
+#ifndef STRATA_DELTANET_H
+#define STRATA_DELTANET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* Tokens per chunk of the chunked form. */
+#define STRATA_DN_CHUNK 64
+
+struct strata_dn_ws;
+
+/* Floats of one DeltaNet layer's conv state and recurrent state. */
+size_t strata_dn_conv_floats(const struct strata_hparams *hp);
+size_t strata_dn_ssm_floats(const struct strata_hparams *hp);
+
+/*
+ * Scratch for batches of up to max_batch tokens; `fused` when some layer
+ * has the fused ssm_in projection.  0 or -ENOMEM (not logged).
+ */
+int strata_dn_ws_create(const struct strata_hparams *hp, uint32_t max_batch, int fused,
+			struct strata_dn_ws **out);
+void strata_dn_ws_free(struct strata_dn_ws *ws);
+
+/*
+ * out[t] (n_embd floats) = the DeltaNet mixer of layer L applied to the
+ * normed rows xn[t], t < n <= max_batch, continuing from and updating conv
+ * (strata_dn_conv_floats) and ssm (strata_dn_ssm_floats).  n == 1 runs the
+ * recurrence, longer batches the chunked form.  out must not alias xn.
+ */
+void strata_deltanet(struct strata_dn_ws *ws, struct strata_pool *pool,
+		     const struct strata_hparams *hp, const struct strata_layer *L,
+		     const float *xn, uint32_t n, float *conv, float *ssm, float *out);
+
+/*
+ * The gated delta rule for one head over n tokens.  Token t reads q, k at
+ * q + t*ldq, k + t*ldk (dk floats), v at v + t*ldv (dv floats), g[t*ldg],
+ * beta[t*ldg]; writes o at o + t*ldo (dv floats).  S is [dv][dk] (row c:
+ * value channel c), updated.  Both need strata_dn_rule_scratch(dk, dv)
+ * floats of scratch.
+ */
+void strata_dn_rule_recurrent(const float *q, const float *k, const float *v, size_t ldq,
+			      size_t ldk, size_t ldv, const float *g, const float *beta,
+			      size_t ldg, uint32_t n, uint32_t dk, uint32_t dv, float *S,
+			      float *o, size_t ldo, float *scratch);
+void strata_dn_rule_chunked(const float *q, const float *k, const float *v, size_t ldq,
+			    size_t ldk, size_t ldv, const float *g, const float *beta,
+			    size_t ldg, uint32_t n, uint32_t dk, uint32_t dv, float *S,
+			    float *o, size_t ldo, float *scratch);
+size_t strata_dn_rule_scratch(uint32_t dk, uint32_t dv);
+
+#endif
