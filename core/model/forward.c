@@ -73,51 +73,51 @@ struct attn_task {
 	uint32_t layer, n, p0;
 };
 
-/* One (token, head) pair per work item, spread over the pool. */
+/* One (token, KV head) pair per work item - all the query heads that share
+ * the KV head in one pass - spread over the pool. */
 static void attn_worker(void *arg, int ith, int nth)
 {
 	struct attn_task *a = arg;
 	struct strata_seq *s = a->s;
 	const struct strata_hparams *hp = &s->m->hp;
 	const int hd = (int)hp->head_dim, hdv = (int)hp->head_dim_v;
-	const int group = (int)(hp->n_head / hp->n_head_kv);
+	const uint32_t group = hp->n_head / hp->n_head_kv;
 	const float scale = 1.0f / sqrtf((float)hd);
 	const size_t ctx = s->stride;
 	const float *kl = s->k + (size_t)s->kv_slot[a->layer] * s->kv_dim * ctx;
 	const float *vl = s->v + (size_t)s->kv_slot[a->layer] * s->kv_dim_v * ctx;
-	float *sc = s->scores + (size_t)ith * ctx;
+	float *sc = s->scores + (size_t)ith * 4 * ctx;
 	long begin, end;
 
-	strata_split((long)a->n * hp->n_head, ith, nth, &begin, &end);
+	strata_split((long)a->n * hp->n_head_kv, ith, nth, &begin, &end);
 	for (long it = begin; it < end; it++) {
-		uint32_t t = (uint32_t)(it / hp->n_head), h = (uint32_t)(it % hp->n_head);
-		uint32_t kvh = h / (uint32_t)group, len = a->p0 + t + 1;
-		const float *q = s->q + ((size_t)t * hp->n_head + h) * hd;
-		const float *kt = kl + (size_t)kvh * hd * ctx;
-		const float *vt = vl + (size_t)kvh * hdv * ctx;
-		float *o = s->att + ((size_t)t * hp->n_head + h) * hdv;
-		float mx = -INFINITY, sum = 0.0f, inv;
+		uint32_t t = (uint32_t)(it / hp->n_head_kv), kvh = (uint32_t)(it % hp->n_head_kv);
+		size_t h0 = (size_t)t * hp->n_head + (size_t)kvh * group;
 
-		strata_attn_scores(q, kt, ctx, hd, len, scale, sc);
-		for (uint32_t j = 0; j < len; j++)
-			mx = sc[j] > mx ? sc[j] : mx;
-		for (uint32_t j = 0; j < len; j++) {
-			sc[j] = expf(sc[j] - mx);
-			sum += sc[j];
-		}
-		inv = 1.0f / sum;
-		for (int d = 0; d < hdv; d++)
-			o[d] = strata_dot_f32(sc, vt + (size_t)d * ctx, len) * inv;
+		strata_attn_heads(s->q + h0 * hd, (size_t)hd, (int)group,
+				  kl + (size_t)kvh * hd * ctx, ctx, hd,
+				  vl + (size_t)kvh * hdv * ctx, (size_t)hdv, hdv, a->p0 + t + 1, scale,
+				  s->att + h0 * hdv, (size_t)hdv, sc);
 	}
 }
 
-/* Scatter a batch's rows [t][kvh*hd + d] into the transposed cache. */
-static void cache_store(float *cache, const float *rows, uint32_t n, uint32_t n_kv, uint32_t hd,
-			size_t ctx, uint32_t pos)
+/* Scatter a batch's key rows [t][kvh*hd + d] into the transposed cache. */
+static void cache_store_k(float *cache, const float *rows, uint32_t n, uint32_t n_kv,
+			  uint32_t hd, size_t ctx, uint32_t pos)
 {
 	for (uint32_t t = 0; t < n; t++)
 		for (uint32_t c = 0; c < n_kv * hd; c++)
 			cache[(size_t)c * ctx + pos + t] = rows[(size_t)t * n_kv * hd + c];
+}
+
+/* Copy a batch's value rows [t][kvh*hdv + d] to [kvh][pos + t][d]. */
+static void cache_store_v(float *cache, const float *rows, uint32_t n, uint32_t n_kv,
+			  uint32_t hdv, size_t ctx, uint32_t pos)
+{
+	for (uint32_t t = 0; t < n; t++)
+		for (uint32_t h = 0; h < n_kv; h++)
+			memcpy(cache + ((size_t)h * ctx + pos + t) * hdv,
+			       rows + ((size_t)t * n_kv + h) * hdv, hdv * sizeof(float));
 }
 
 /* ---- the layer loop --------------------------------------------------------- */
@@ -203,10 +203,10 @@ static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint
 		rope(kc + (size_t)t * s->kv_dim, (int)hp->n_head_kv, (int)hp->head_dim,
 		     (int)hp->n_rot, hp->rope_type, s->pos + t, s->inv_freq);
 	}
-	cache_store(s->k + slot * s->kv_dim * s->stride, kc, n, hp->n_head_kv, hp->head_dim,
-		    s->stride, s->pos);
-	cache_store(s->v + slot * s->kv_dim_v * s->stride, vc, n, hp->n_head_kv,
-		    hp->head_dim_v, s->stride, s->pos);
+	cache_store_k(s->k + slot * s->kv_dim * s->stride, kc, n, hp->n_head_kv, hp->head_dim,
+		      s->stride, s->pos);
+	cache_store_v(s->v + slot * s->kv_dim_v * s->stride, vc, n, hp->n_head_kv,
+		      hp->head_dim_v, s->stride, s->pos);
 	/* A handful of (token, head) pairs is not worth waking the pool. */
 	if ((long)n * hp->n_head * (s->pos + n) * hp->head_dim < 32768)
 		nth = 1;

@@ -35,6 +35,19 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
+/* Per-thread attention scratch: 64-byte aligned and NOT cleared, so only
+ * the threads that run touch their pages. */
+static void *scratch_alloc(size_t n, size_t size)
+{
+	void *p = NULL;
+
+	if (n && size > SIZE_MAX / n)
+		return NULL;
+	if (posix_memalign(&p, 64, n * size > 0 ? n * size : 64))
+		return NULL;
+	return p;
+}
+
 /* Give every attention layer a KV slot and every DeltaNet layer a state slot. */
 static int assign_slots(struct strata_seq *s)
 {
@@ -74,7 +87,7 @@ static int alloc_state(struct strata_seq *s)
 	s->hb = xcalloc(B, hp->n_ff * sizeof(float));
 	s->hb2 = xcalloc(B, hp->n_ff * sizeof(float));
 	s->ffn_out = xcalloc(B, hp->n_embd * sizeof(float));
-	s->scores = xcalloc(SEQ_MAX_THREADS, ctx * sizeof(float));
+	s->scores = scratch_alloc(SEQ_MAX_THREADS, 4 * ctx * sizeof(float));
 	s->inv_freq = xcalloc(hp->n_rot / 2 + 1, sizeof(float));
 	if (!s->k || !s->v || !s->kb || !s->vb || !s->x || !s->xn || !s->q || !s->att ||
 	    !s->hb || !s->hb2 || !s->ffn_out || !s->scores || !s->inv_freq)

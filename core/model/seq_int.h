@@ -22,9 +22,11 @@ struct strata_seq {
 	uint32_t *kv_slot, *dn_slot;
 	uint32_t n_kv_layers, n_dn_layers;
 	/*
-	 * The cache is stored transposed, [slot][n_head_kv][head_dim][stride]:
-	 * a query's scores are then sums of rows over positions and its output
-	 * head_dim dots over positions, vectorised however small the head.
+	 * Keys are stored transposed, [slot][n_head_kv][head_dim][stride]: a
+	 * query's scores are then sums of rows over positions, vectorised
+	 * however small the head.  Values are [slot][n_head_kv][stride][head_dim_v]:
+	 * the output is a sum of value rows weighted by the probabilities,
+	 * accumulated in registers for all heads of a KV group at once.
 	 */
 	float *k, *v;
 	/* DeltaNet states, [slot][conv_floats] and [slot][ssm_floats], contiguous. */
@@ -38,7 +40,7 @@ struct strata_seq {
 	float *ffn_out;    /* [B][n_embd] */
 	struct strata_moe_ws *moe; /* NULL for dense models */
 	struct strata_dn_ws *dn;   /* NULL without DeltaNet layers */
-	float *scores;     /* [SEQ_MAX_THREADS][stride] */
+	float *scores;     /* [SEQ_MAX_THREADS][4 * stride] attention scratch */
 	float *inv_freq;   /* [n_rot/2] */
 	struct strata_seq_snapshot *snaps; /* bound snapshots, a list */
 };
