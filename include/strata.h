@@ -19,12 +19,22 @@ extern "C" {
 
 struct strata_engine;
 
+/* Why a generation ended (struct strata_stats.finish). */
+enum strata_finish {
+	STRATA_FINISH_EOG = 0, /* the model produced an end-of-generation token */
+	STRATA_FINISH_LENGTH,  /* n_predict tokens were generated */
+	STRATA_FINISH_CTX,     /* the context is full */
+	STRATA_FINISH_CALLER,  /* the token callback returned non-zero */
+};
+
 /* Timings of one strata_generate() call. */
 struct strata_stats {
 	uint32_t n_prompt;   /* prompt tokens evaluated */
 	uint32_t n_gen;      /* tokens generated */
 	double prompt_ms;    /* wall time of the prompt */
 	double gen_ms;       /* wall time of generation (after the prompt) */
+	uint32_t n_reused;   /* prompt tokens kept from the sequence, not evaluated again */
+	uint32_t finish;     /* enum strata_finish */
 };
 
 /*
@@ -58,6 +68,60 @@ int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids);
  */
 int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
 		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats);
+
+/* ---- one request at a time: what a server needs --------------------------- */
+
+/* Flags for strata_engine_tokenize(). */
+#define STRATA_TOKENIZE_ADD_BOS 1u       /* BOS (and EOS) where the vocabulary asks for them */
+#define STRATA_TOKENIZE_PARSE_SPECIAL 2u /* control tokens written in the text become tokens */
+
+/* Length and sampling of one generation (strata_generate_ex). */
+struct strata_gen_params {
+	int32_t n_predict;      /* tokens to generate at most; < 0: until EOS or a full context */
+	float temp;             /* <= 0: greedy */
+	int32_t top_k;          /* 0: off */
+	float top_p;            /* in (0, 1]; 1: off */
+	float min_p;            /* in [0, 1]; 0: off */
+	float repeat_penalty;   /* > 0; 1: off */
+	int32_t repeat_last_n;  /* >= 0 */
+	uint64_t seed;          /* UINT64_MAX: a fresh seed from the OS */
+	/*
+	 * Polled (with the callback's user pointer) before every forward pass:
+	 * each prompt chunk and each generated token.  Non-zero abandons the
+	 * call, which returns -ECANCELED without logging.  May be NULL.
+	 */
+	int (*cancel)(void *user);
+};
+
+/* p = the configuration's [run] settings (n_predict, temp, top_k, ..., seed). */
+void strata_engine_gen_defaults(const struct strata_engine *e, struct strata_gen_params *p);
+
+/*
+ * Tokenize len bytes of text with STRATA_TOKENIZE_* flags.  Safe to call
+ * from any thread, also while another thread generates.  *ids is malloc'd
+ * (NULL for 0 ids); returns the count or a negative errno (logged).
+ */
+int strata_engine_tokenize(const struct strata_engine *e, const char *text, size_t len,
+			   unsigned flags, int32_t **ids);
+
+/* The model's name: its file name without directories and ".gguf".  Owned by e. */
+const char *strata_engine_model_name(const struct strata_engine *e);
+/* Positions of the engine's one sequence (prompt + generated tokens fit in it). */
+uint32_t strata_engine_n_ctx(const struct strata_engine *e);
+/* The GGUF key tokenizer.chat_template (a Jinja text), or NULL.  Owned by e. */
+const char *strata_engine_chat_template(const struct strata_engine *e);
+
+/*
+ * strata_generate() with per-call parameters: a sampler is made from p for
+ * this call (the engine's own sampler and its random state are untouched)
+ * and p->cancel is polled.  Never writes --dump-logits rows.  Returns the
+ * number of tokens generated, -ECANCELED when p->cancel said so, -EINVAL
+ * for parameters out of range (logged), or another negative errno.  One
+ * call at a time per engine.
+ */
+int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+		       const struct strata_gen_params *p, strata_token_fn fn, void *user,
+		       struct strata_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev libpcre2-dev
-      libutf8proc-dev)
+      libmicrohttpd-dev libcjson-dev libutf8proc-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -10,6 +10,7 @@
 #include "gguf/gguf.h"
 #include "plugin/registry.h"
 #include "ple/ple.h"
+#include "serve/serve.h"
 #include "tok/tokenizer.h"
 #include "util/log.h"
 
@@ -69,6 +70,11 @@ static int run(int argc, char **argv)
 		return 0; /* --help */
 	if (rc)
 		return 1;
+	if (e->cfg.serve_enabled) {
+		rc = strata_serve_run(e);
+		strata_engine_free(e);
+		return rc < 0 ? 1 : 0;
+	}
 	n = strata_engine_prompt_tokens(e, &prompt);
 	if (n < 0) {
 		strata_engine_free(e);

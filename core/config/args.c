@@ -212,6 +212,7 @@ static const char *const section_titles[][2] = {
 	{ "plugins", "plugins" },
 	{ "prompt", "prompt paths" },
 	{ "ple", "PLE n-gram table reads" },
+	{ "serve", "HTTP server" },
 };
 
 static void help_key(const struct strata_cfg_key *k)

@@ -64,6 +64,15 @@ struct strata_config {
 	int ple_stats;          /* stats = BOOL (--ple-stats): a stats line per chunk */
 	int ple_trace;          /* trace = BOOL (--ple-trace, STRATA_PLE_TRACE=1) */
 
+	/* [serve]: the OpenAI-compatible HTTP server (core/serve/serve.h) */
+	int serve_enabled;      /* enabled = BOOL (--serve): serve instead of one generation */
+	char *serve_host;       /* host = ADDR (--host) to listen on */
+	uint32_t serve_port;    /* port = N (--port); 0 = any free port (it is logged) */
+	char *serve_api_key;    /* api_key = KEY (INI/environment only, also STRATA_API_KEY) */
+	uint32_t serve_queue;   /* queue = N (--queue): requests that may wait; more get 503 */
+	uint32_t serve_max_body;/* max_body = BYTES (--max-body): larger bodies get 413 */
+	int serve_chat_template;/* chat_template = auto|chatml|glm4|llama3|plain (--chat-template) */
+
 	/* everything from plugin sections, see above */
 	struct strata_config_raw *raw;
 	char *ini_path;       /* the -c file, NULL when none */

@@ -83,11 +83,28 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	  "--no-ple-stats", "log one PLE io stats line per prompt chunk"),
 	K("ple", "trace", BOOL, ple_trace, 0, 0, 0, "false", NULL, "--ple-trace", NULL, NULL,
 	  "log when each chunk's PLE read started, was asked for, and the wait"),
+
+	K("serve", "enabled", BOOL, serve_enabled, 0, 0, 0, "false", NULL, "--serve", NULL, NULL,
+	  "run the OpenAI-compatible HTTP server instead of one generation"),
+	K("serve", "host", STR, serve_host, 0, 0, 0, "127.0.0.1", NULL, "--host", "ADDR",
+	  NULL, "address to listen on (0.0.0.0 or :: = every interface)"),
+	K("serve", "port", UINT32, serve_port, 0, 65535, 0, "8080", NULL, "--port", "N",
+	  NULL, "TCP port; 0 = any free port (the bound one is logged)"),
+	/* No flag: a key on the command line would show in ps.  STRATA_API_KEY works too. */
+	K("serve", "api_key", STR, serve_api_key, 0, 0, 0, NULL, NULL, NULL, "KEY",
+	  NULL, "require 'Authorization: Bearer KEY'; unset = no auth (or env STRATA_API_KEY)"),
+	K("serve", "queue", UINT32, serve_queue, 0, 65536, 0, "16", NULL, "--queue", "N",
+	  NULL, "requests that may wait while one generates; more get 503"),
+	K("serve", "max_body", UINT32, serve_max_body, 1, UMAX, 0, "1048576", NULL, "--max-body",
+	  "BYTES", NULL, "largest request body; a larger one gets 413"),
+	K("serve", "chat_template", CHOICE, serve_chat_template, 0, 0, 0, "auto", NULL,
+	  "--chat-template", "auto|chatml|glm4|llama3|plain",
+	  NULL, "chat format; auto = recognise the model's tokenizer.chat_template"),
 };
 
 const size_t strata_cfg_nkeys = sizeof(strata_cfg_keys) / sizeof(strata_cfg_keys[0]);
 
-/* The core's sections; [io] and [serve] take keys in later versions. */
+/* The core's sections; [io] takes keys in later versions. */
 static const char *const core_sections[] = {
 	"model", "run", "prefill", "plugins", "prompt", "io", "ple", "serve",
 };

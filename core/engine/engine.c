@@ -1,6 +1,7 @@
 /*
  * engine.c - one engine: load everything a config names, then generate.
  */
+#define _GNU_SOURCE /* strndup */
 #include "engine.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gguf/gguf.h"
 #include "plugin/path.h"
 #include "plugin/registry.h"
 #include "sample/sampler.h"
@@ -20,6 +22,28 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The model's name (file name without ".gguf") and its chat template, kept for servers. */
+static int engine_describe(struct strata_engine *e)
+{
+	const char *path = e->cfg.model_path, *base = strrchr(path, '/');
+	struct strata_str tmpl;
+	size_t len;
+
+	base = base ? base + 1 : path;
+	len = strlen(base);
+	if (len > 5 && strcmp(base + len - 5, ".gguf") == 0)
+		len -= 5;
+	e->model_name = strndup(base, len);
+	if (!e->model_name)
+		return -ENOMEM;
+	if (strata_gguf_get_str(e->model->gguf, "tokenizer.chat_template", &tmpl) == 0) {
+		e->chat_template = strndup(tmpl.s, (size_t)tmpl.len);
+		if (!e->chat_template)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static int engine_load(struct strata_engine *e, const char *argv0)
@@ -58,11 +82,12 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	if ((rc = strata_sampler_create(&sp, (int32_t)n_vocab, &e->sampler)))
 		return rc;
 	e->logits = calloc(n_vocab, sizeof(float));
-	if (!e->logits) {
+	e->hist = malloc((size_t)strata_seq_n_ctx(e->seq) * sizeof(int32_t));
+	if (!e->logits || !e->hist) {
 		strata_error("out of memory for the logits");
 		return -ENOMEM;
 	}
-	return 0;
+	return engine_describe(e);
 }
 
 int strata_engine_create(struct strata_config *cfg, const char *argv0,
@@ -117,6 +142,9 @@ void strata_engine_free(struct strata_engine *e)
 	free(e->logits);
 	free(e->dump);
 	free(e->prompt_text);
+	free(e->model_name);
+	free(e->chat_template);
+	free(e->hist);
 	strata_config_free(&e->cfg);
 	free(e);
 }
@@ -186,6 +214,9 @@ static int iface_forward(void *engine, const int32_t *tokens, uint32_t n)
 	uint32_t pos = strata_seq_pos(e->seq), nv = e->model->hp.n_vocab;
 	int rc;
 
+	/* Checked before each forward, so a cancel lands within one chunk or token. */
+	if (e->cancel && e->cancel(e->cancel_user))
+		return -ECANCELED;
 	if (e->dump) {
 		float *rows = e->dump + (size_t)pos * nv;
 
@@ -195,9 +226,13 @@ static int iface_forward(void *engine, const int32_t *tokens, uint32_t n)
 	} else {
 		rc = strata_forward(e->seq, e->pool, tokens, n, e->logits, 0);
 	}
-	if (rc)
+	if (rc) {
 		e->failed = rc;
-	return rc;
+		return rc;
+	}
+	memcpy(e->hist + pos, tokens, (size_t)n * sizeof(int32_t));
+	e->n_hist = pos + n;
+	return 0;
 }
 
 static uint32_t iface_window(void *engine)
@@ -226,13 +261,19 @@ static int read_prompt(struct strata_engine *e, const int32_t *prompt, uint32_t 
 	return strata_path_list_run(e->paths, &part, &eng);
 }
 
-int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
-		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats)
+/* One generation: the prompt, then sampled tokens until a stop. */
+struct gen_run {
+	const int32_t *prompt;
+	uint32_t n_prompt;
+	int32_t n_predict;
+	struct strata_sampler *smp;
+	strata_token_fn fn;
+	void *user;
+};
+
+static int check_prompt(const struct strata_engine *e, uint32_t n_prompt)
 {
-	uint32_t n_ctx = strata_seq_n_ctx(e->seq), n_gen = 0;
-	double t0, t1;
-	char piece[256];
-	int rc;
+	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
 
 	if (n_prompt == 0) {
 		strata_error("the prompt is empty: nothing to continue from");
@@ -243,6 +284,100 @@ int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_p
 			     "(raise [model] ctx_size or --ctx-size)", n_prompt, n_ctx);
 		return -ENOSPC;
 	}
+	return 0;
+}
+
+/*
+ * Bring the sequence to the prompt: positions [0, keep) are kept, the rest
+ * is evaluated through the prompt paths.  keep is 0 until turn checkpoints
+ * can restore the state at a shared prefix of e->hist; everything after the
+ * reset works from keep on already.
+ */
+static int prefill(struct strata_engine *e, const struct gen_run *r, uint32_t *reused)
+{
+	uint32_t keep = 0;
+	int rc;
+
+	if ((rc = strata_seq_truncate(e->seq, keep)))
+		return rc;
+	e->n_hist = keep;
+	strata_sampler_reset(r->smp);
+	for (uint32_t i = 0; i < r->n_prompt; i++)
+		strata_sampler_accept(r->smp, r->prompt[i]);
+	e->failed = 0;
+	*reused = keep;
+	return read_prompt(e, r->prompt + keep, r->n_prompt - keep);
+}
+
+static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct strata_stats *stats)
+{
+	uint32_t n_ctx = strata_seq_n_ctx(e->seq), n_gen = 0, reused = 0;
+	uint32_t finish = STRATA_FINISH_LENGTH;
+	double t0, t1;
+	char piece[256];
+	int rc;
+
+	t0 = now_ms();
+	if ((rc = prefill(e, r, &reused)))
+		return rc;
+	t1 = now_ms();
+	for (;;) {
+		int32_t tok;
+		int len;
+
+		if (r->n_predict >= 0 && n_gen >= (uint32_t)r->n_predict)
+			break;
+		tok = strata_sampler_sample(r->smp, e->logits);
+		if (strata_tokenizer_is_eog(e->tok, tok)) {
+			finish = STRATA_FINISH_EOG;
+			break;
+		}
+		strata_sampler_accept(r->smp, tok);
+		n_gen++;
+		len = strata_token_to_piece(e->tok, tok, piece, sizeof(piece));
+		if (len < 0)
+			len = 0;
+		if (len > (int)sizeof(piece))
+			len = (int)sizeof(piece);
+		if (r->fn && r->fn(r->user, tok, piece, (size_t)len)) {
+			finish = STRATA_FINISH_CALLER;
+			break;
+		}
+		if (strata_seq_pos(e->seq) >= n_ctx) {
+			strata_info("context of %u tokens is full: stopping", n_ctx);
+			finish = STRATA_FINISH_CTX;
+			break;
+		}
+		/* The last token is fed only when its logits are wanted (the dump). */
+		if (!e->dump && r->n_predict >= 0 && n_gen >= (uint32_t)r->n_predict)
+			break;
+		rc = iface_forward(e, &tok, 1);
+		if (rc)
+			return rc;
+	}
+	if (stats) {
+		stats->n_prompt = r->n_prompt;
+		stats->n_gen = n_gen;
+		stats->prompt_ms = t1 - t0;
+		stats->gen_ms = now_ms() - t1;
+		stats->n_reused = reused;
+		stats->finish = finish;
+	}
+	return (int)n_gen;
+}
+
+int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats)
+{
+	struct gen_run r = {
+		.prompt = prompt, .n_prompt = n_prompt, .n_predict = n_predict,
+		.smp = e->sampler, .fn = fn, .user = user,
+	};
+	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
+	int rc;
+
+	if ((rc = check_prompt(e, n_prompt)))
+		return rc;
 	if (e->cfg.dump_logits) {
 		/* Rows for the prompt, every generated token, and the one after. */
 		size_t rows = n_predict < 0 ? n_ctx : n_prompt + (uint64_t)n_predict + 1;
@@ -256,48 +391,80 @@ int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_p
 			return -ENOMEM;
 		}
 	}
-	strata_seq_truncate(e->seq, 0);
-	strata_sampler_reset(e->sampler);
-	for (uint32_t i = 0; i < n_prompt; i++)
-		strata_sampler_accept(e->sampler, prompt[i]);
-	e->failed = 0;
-	t0 = now_ms();
-	rc = read_prompt(e, prompt, n_prompt);
-	if (rc)
-		return rc;
-	t1 = now_ms();
-	for (;;) {
-		int32_t tok;
-		int len;
+	e->cancel = NULL;
+	return gen_loop(e, &r, stats);
+}
 
-		if (n_predict >= 0 && n_gen >= (uint32_t)n_predict)
-			break;
-		tok = strata_sampler_sample(e->sampler, e->logits);
-		if (strata_tokenizer_is_eog(e->tok, tok))
-			break;
-		strata_sampler_accept(e->sampler, tok);
-		n_gen++;
-		len = strata_token_to_piece(e->tok, tok, piece, sizeof(piece));
-		if (len < 0)
-			len = 0;
-		if (fn && fn(user, tok, piece, (size_t)(len < (int)sizeof(piece) ? len : (int)sizeof(piece))))
-			break;
-		if (strata_seq_pos(e->seq) >= n_ctx) {
-			strata_info("context of %u tokens is full: stopping", n_ctx);
-			break;
-		}
-		/* The last token is fed only when its logits are wanted (the dump). */
-		if (!e->dump && n_predict >= 0 && n_gen >= (uint32_t)n_predict)
-			break;
-		rc = iface_forward(e, &tok, 1);
-		if (rc)
-			return rc;
-	}
-	if (stats) {
-		stats->n_prompt = n_prompt;
-		stats->n_gen = n_gen;
-		stats->prompt_ms = t1 - t0;
-		stats->gen_ms = now_ms() - t1;
-	}
-	return (int)n_gen;
+/* ---- per-call parameters --------------------------------------------------- */
+
+void strata_engine_gen_defaults(const struct strata_engine *e, struct strata_gen_params *p)
+{
+	const struct strata_config *c = &e->cfg;
+
+	memset(p, 0, sizeof(*p));
+	p->n_predict = c->n_predict;
+	p->temp = c->temp;
+	p->top_k = c->top_k;
+	p->top_p = c->top_p;
+	p->min_p = c->min_p;
+	p->repeat_penalty = c->repeat_penalty;
+	p->repeat_last_n = c->repeat_last_n;
+	p->seed = c->seed;
+}
+
+int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+		       const struct strata_gen_params *p, strata_token_fn fn, void *user,
+		       struct strata_stats *stats)
+{
+	struct strata_sampler_params sp = {
+		.temp = p->temp, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p,
+		.repeat_penalty = p->repeat_penalty, .repeat_last_n = p->repeat_last_n,
+		.seed = p->seed,
+	};
+	struct gen_run r = {
+		.prompt = prompt, .n_prompt = n_prompt, .n_predict = p->n_predict,
+		.fn = fn, .user = user,
+	};
+	int rc;
+
+	if ((rc = check_prompt(e, n_prompt)))
+		return rc;
+	if ((rc = strata_sampler_create(&sp, (int32_t)e->model->hp.n_vocab, &r.smp)))
+		return rc;
+	/* Dump rows are sized by strata_generate(); this call writes none. */
+	free(e->dump);
+	e->dump = NULL;
+	e->cancel = p->cancel;
+	e->cancel_user = user;
+	rc = gen_loop(e, &r, stats);
+	e->cancel = NULL;
+	strata_sampler_free(r.smp);
+	return rc;
+}
+
+int strata_engine_tokenize(const struct strata_engine *e, const char *text, size_t len,
+			   unsigned flags, int32_t **ids)
+{
+	unsigned f = 0;
+
+	if (flags & STRATA_TOKENIZE_ADD_BOS)
+		f |= STRATA_TOK_ADD_BOS;
+	if (flags & STRATA_TOKENIZE_PARSE_SPECIAL)
+		f |= STRATA_TOK_PARSE_SPECIAL;
+	return strata_tokenize(e->tok, text, len, f, ids);
+}
+
+const char *strata_engine_model_name(const struct strata_engine *e)
+{
+	return e->model_name;
+}
+
+uint32_t strata_engine_n_ctx(const struct strata_engine *e)
+{
+	return strata_seq_n_ctx(e->seq);
+}
+
+const char *strata_engine_chat_template(const struct strata_engine *e)
+{
+	return e->chat_template;
 }

@@ -30,6 +30,17 @@ struct strata_engine {
 	int failed;                     /* a forward inside a path plugin failed */
 	char *prompt_text;              /* the text strata_engine_prompt_tokens read */
 	size_t prompt_len;
+	char *model_name;               /* file name without ".gguf" */
+	char *chat_template;            /* tokenizer.chat_template, or NULL */
+	/*
+	 * The tokens in the sequence's cache, in order (n_hist == its position):
+	 * what a later request's prompt is compared with to resume from a
+	 * shared prefix instead of evaluating it again.
+	 */
+	int32_t *hist;                  /* [n_ctx] */
+	uint32_t n_hist;
+	int (*cancel)(void *user);      /* polled before each forward; NULL = never */
+	void *cancel_user;
 };
 
 /*

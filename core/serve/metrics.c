@@ -1,0 +1,135 @@
+/*
+ * metrics.c - counters, gauges and a first-token latency histogram in the
+ * Prometheus text format (https://prometheus.io/docs/instrumenting/exposition_formats/).
+ */
+#include "serve/metrics.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Upper bounds of the first-token latency buckets, in seconds. */
+static const double g_ttft_le[STRATA_TTFT_BUCKETS] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+};
+
+int strata_metrics_init(struct strata_metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	return -pthread_mutex_init(&m->lock, NULL);
+}
+
+void strata_metrics_destroy(struct strata_metrics *m)
+{
+	pthread_mutex_destroy(&m->lock);
+}
+
+void strata_metrics_status(struct strata_metrics *m, unsigned status)
+{
+	if (status >= 600)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->by_status[status]++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void strata_metrics_generation(struct strata_metrics *m, uint32_t n_prompt, uint32_t n_gen,
+			       double prompt_ms, double gen_ms, uint32_t n_reused,
+			       double ttft_s, int cancelled)
+{
+	size_t b = 0;
+
+	pthread_mutex_lock(&m->lock);
+	m->prompt_tokens += n_prompt - n_reused;
+	m->gen_tokens += n_gen;
+	m->reused_tokens += n_reused;
+	m->ckpt_hits += n_reused > 0;
+	m->cancelled += cancelled != 0;
+	if (prompt_ms > 0 && n_prompt > n_reused)
+		m->prompt_tps = (n_prompt - n_reused) * 1e3 / prompt_ms;
+	if (gen_ms > 0 && n_gen > 0)
+		m->decode_tps = n_gen * 1e3 / gen_ms;
+	if (ttft_s >= 0) {
+		while (b < STRATA_TTFT_BUCKETS && ttft_s > g_ttft_le[b])
+			b++;
+		m->ttft_count[b]++;
+		m->ttft_sum += ttft_s;
+		m->ttft_n++;
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void line(struct strata_buf *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void line(struct strata_buf *out, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		strata_buf_add(out, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+static void family(struct strata_buf *out, const char *name, const char *type, const char *help)
+{
+	line(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void render_ttft(const struct strata_metrics *m, struct strata_buf *out)
+{
+	uint64_t cum = 0;
+
+	family(out, "strata_first_token_seconds", "histogram",
+	       "Seconds from a request's arrival to its first generated token.");
+	for (size_t b = 0; b < STRATA_TTFT_BUCKETS; b++) {
+		cum += m->ttft_count[b];
+		line(out, "strata_first_token_seconds_bucket{le=\"%g\"} %llu\n", g_ttft_le[b],
+		     (unsigned long long)cum);
+	}
+	cum += m->ttft_count[STRATA_TTFT_BUCKETS];
+	line(out, "strata_first_token_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+	line(out, "strata_first_token_seconds_sum %.6f\n", m->ttft_sum);
+	line(out, "strata_first_token_seconds_count %llu\n", (unsigned long long)m->ttft_n);
+}
+
+void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
+			   struct strata_buf *out)
+{
+	pthread_mutex_lock(&m->lock);
+	family(out, "strata_requests_total", "counter", "HTTP responses by status code.");
+	for (unsigned s = 100; s < 600; s++)
+		if (m->by_status[s])
+			line(out, "strata_requests_total{status=\"%u\"} %llu\n", s,
+			     (unsigned long long)m->by_status[s]);
+	family(out, "strata_prompt_tokens_total", "counter", "Prompt tokens evaluated.");
+	line(out, "strata_prompt_tokens_total %llu\n", (unsigned long long)m->prompt_tokens);
+	family(out, "strata_generated_tokens_total", "counter", "Tokens generated.");
+	line(out, "strata_generated_tokens_total %llu\n", (unsigned long long)m->gen_tokens);
+	family(out, "strata_prompt_tokens_per_second", "gauge",
+	       "Prompt evaluation speed of the last generation.");
+	line(out, "strata_prompt_tokens_per_second %.3f\n", m->prompt_tps);
+	family(out, "strata_decode_tokens_per_second", "gauge",
+	       "Generation speed of the last generation.");
+	line(out, "strata_decode_tokens_per_second %.3f\n", m->decode_tps);
+	render_ttft(m, out);
+	family(out, "strata_checkpoint_hits_total", "counter",
+	       "Requests that resumed from a turn checkpoint instead of re-reading the prompt.");
+	line(out, "strata_checkpoint_hits_total %llu\n", (unsigned long long)m->ckpt_hits);
+	family(out, "strata_prompt_tokens_reused_total", "counter",
+	       "Prompt tokens resumed from the sequence's state, not evaluated.");
+	line(out, "strata_prompt_tokens_reused_total %llu\n", (unsigned long long)m->reused_tokens);
+	family(out, "strata_requests_cancelled_total", "counter",
+	       "Generations stopped because the client disconnected.");
+	line(out, "strata_requests_cancelled_total %llu\n", (unsigned long long)m->cancelled);
+	pthread_mutex_unlock(&m->lock);
+	family(out, "strata_queue_waiting", "gauge", "Requests waiting for the engine.");
+	line(out, "strata_queue_waiting %u\n", queued);
+	family(out, "strata_busy", "gauge", "1 while a generation runs.");
+	line(out, "strata_busy %d\n", busy ? 1 : 0);
+}

@@ -1,0 +1,371 @@
+/*
+ * routes.c - what each route answers: generation (whole or streamed as
+ * Server-Sent Events), the model list, health and metrics.
+ */
+#define _GNU_SOURCE /* strndup */
+#include "serve/routes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve/serve_int.h"
+#include "util/log.h"
+
+#define JSON_TYPE "application/json"
+
+/* Send body (malloc'd, taken over; NULL = out of memory) with status. */
+static enum MHD_Result reply(struct strata_server *s, struct MHD_Connection *conn,
+			     unsigned status, const char *type, char *body, const char *allow)
+{
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+
+	if (!body) {
+		status = 500;
+		type = JSON_TYPE;
+		body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\","
+			      "\"param\":null,\"code\":500}}");
+		if (!body)
+			return MHD_NO;
+	}
+	r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (status == 401)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	rc = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	strata_metrics_status(&s->metrics, status);
+	return rc;
+}
+
+enum MHD_Result strata_reply_error(struct strata_server *s, struct MHD_Connection *conn,
+				   unsigned status, const char *message, const char *param)
+{
+	const char *allow = status == 405 ? param : NULL;
+
+	strata_debug("serve: %u: %s", status, message);
+	return reply(s, conn, status, JSON_TYPE,
+		     strata_api_error_json(status, message, allow ? NULL : param), allow);
+}
+
+static int conn_fd(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return ci ? ci->connect_fd : -1;
+}
+
+/* The message for a job that ended without its text: the engine failed or the server stops. */
+static void job_failure(const struct strata_job *j, unsigned *status, char *msg, size_t n)
+{
+	if (j->error == -ECANCELED) {
+		*status = 503;
+		snprintf(msg, n, "the server is shutting down");
+	} else {
+		*status = 500;
+		snprintf(msg, n, "generation failed: %s", strerror(-j->error));
+	}
+}
+
+/* ---- a whole response ---------------------------------------------------------- */
+
+static enum MHD_Result reply_whole(struct strata_server *s, struct MHD_Connection *conn,
+				   struct strata_job *j)
+{
+	char msg[160], *json = NULL;
+	unsigned status = 200;
+
+	if (!strata_job_wait(s, j, SIZE_MAX, conn_fd(conn))) {
+		strata_job_unref(j);
+		if (atomic_load(&s->stopping))
+			return strata_reply_error(s, conn, 503, "the server is shutting down", NULL);
+		return MHD_NO; /* the client left: nobody to answer */
+	}
+	pthread_mutex_lock(&j->lock);
+	if (j->error)
+		job_failure(j, &status, msg, sizeof(msg));
+	else
+		json = strata_api_completion_json(&j->head, j->text.p ? j->text.p : "", j->finish,
+						  j->n_tokens, j->n_gen);
+	pthread_mutex_unlock(&j->lock);
+	strata_job_unref(j);
+	if (status != 200)
+		return strata_reply_error(s, conn, status, msg, NULL);
+	return reply(s, conn, 200, JSON_TYPE, json, NULL);
+}
+
+/* ---- a streamed response ------------------------------------------------------- */
+
+struct stream {
+	struct strata_server *s;
+	struct strata_job *j;
+	int fd;
+	size_t seen;           /* bytes of the job's text already sent */
+	struct strata_buf out; /* events not yet handed to libmicrohttpd */
+	int role_sent;
+	int ended;             /* the last event is in out */
+};
+
+static void add_event(struct strata_buf *out, char *json)
+{
+	strata_buf_puts(out, "data: ");
+	strata_buf_puts(out, json ? json : "{\"error\":{\"message\":\"out of memory\"}}");
+	strata_buf_puts(out, "\n\n");
+	free(json);
+}
+
+/* Turn what the job has now into events; 0, or -1 when the client is gone. */
+static int stream_fill(struct stream *st)
+{
+	struct strata_job *j = st->j;
+	char *delta = NULL, msg[160];
+	size_t n = 0;
+	int done, error;
+	unsigned status;
+
+	if (j->head.chat && !st->role_sent) {
+		st->role_sent = 1;
+		add_event(&st->out, strata_api_chunk_json(&j->head, "", 0, 1, NULL, 0, 0));
+		return 0;
+	}
+	if (!strata_job_wait(st->s, j, st->seen, st->fd))
+		return -1;
+	pthread_mutex_lock(&j->lock);
+	if (j->text.len > st->seen) {
+		n = j->text.len - st->seen;
+		delta = strndup(j->text.p + st->seen, n);
+		st->seen = j->text.len;
+	}
+	done = j->done;
+	error = j->error;
+	pthread_mutex_unlock(&j->lock);
+	if (n)
+		add_event(&st->out, delta ? strata_api_chunk_json(&j->head, delta, n, 0, NULL, 0, 0)
+				      : NULL);
+	free(delta);
+	if (!done)
+		return 0;
+	if (error) {
+		job_failure(j, &status, msg, sizeof(msg));
+		add_event(&st->out, strata_api_error_json(status, msg, NULL));
+	} else {
+		/* Read after done: the engine thread writes these before it sets done. */
+		add_event(&st->out, strata_api_chunk_json(&j->head, "", 0, 0, j->finish,
+							  j->n_tokens, j->n_gen));
+	}
+	strata_buf_puts(&st->out, "data: [DONE]\n\n");
+	st->ended = 1;
+	return 0;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *st = cls;
+	size_t n;
+
+	(void)pos;
+	while (!st->out.len) {
+		if (st->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (stream_fill(st) || st->out.oom)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	n = st->out.len < max ? st->out.len : max;
+	memcpy(buf, st->out.p, n);
+	strata_buf_consume(&st->out, n);
+	return (ssize_t)n;
+}
+
+/* The response is gone: sent, or the connection closed under it. */
+static void stream_free(void *cls)
+{
+	struct stream *st = cls;
+	int done;
+
+	pthread_mutex_lock(&st->j->lock);
+	done = st->j->done;
+	pthread_mutex_unlock(&st->j->lock);
+	if (!done)
+		strata_job_cancel(st->s, st->j);
+	strata_job_unref(st->j);
+	strata_buf_free(&st->out);
+	free(st);
+}
+
+static enum MHD_Result reply_stream(struct strata_server *s, struct MHD_Connection *conn,
+				    struct strata_job *j)
+{
+	struct stream *st = calloc(1, sizeof(*st));
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+
+	if (!st) {
+		strata_job_cancel(s, j);
+		strata_job_unref(j);
+		return MHD_NO;
+	}
+	st->s = s;
+	st->j = j;
+	st->fd = conn_fd(conn);
+	/* Unknown size: HTTP/1.1 sends it chunked, each event as it comes. */
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st,
+					      stream_free);
+	if (!r) {
+		stream_free(st);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	rc = MHD_queue_response(conn, 200, r);
+	MHD_destroy_response(r);
+	strata_metrics_status(&s->metrics, 200);
+	return rc;
+}
+
+/* ---- generation routes ------------------------------------------------------------ */
+
+/* Tokenize the request's prompt and check that it and max_tokens fit the context. */
+static int prepare(struct strata_server *s, struct strata_api_req *req, int32_t **ids,
+		   int32_t *n_predict, struct strata_api_err *err)
+{
+	uint32_t n_ctx = strata_engine_n_ctx(s->e);
+	const char *param = req->chat ? "messages" : "prompt";
+	int n;
+
+	err->status = 400;
+	snprintf(err->param, sizeof(err->param), "%s", param);
+	n = strata_engine_tokenize(s->e, req->prompt, req->prompt_len,
+				   STRATA_TOKENIZE_ADD_BOS | STRATA_TOKENIZE_PARSE_SPECIAL, ids);
+	if (n < 0) {
+		snprintf(err->message, sizeof(err->message), "the %s cannot be tokenized: %s",
+			 param, strerror(-n));
+		return -EINVAL;
+	}
+	if (n == 0) {
+		snprintf(err->message, sizeof(err->message), "the %s is empty", param);
+		return -EINVAL;
+	}
+	if ((uint32_t)n >= n_ctx) {
+		snprintf(err->message, sizeof(err->message), "the %s has %d tokens but the context "
+			 "holds %u", param, n, n_ctx);
+		return -EINVAL;
+	}
+	if (req->max_tokens > 0 && (uint64_t)n + (uint64_t)req->max_tokens > n_ctx) {
+		snprintf(err->param, sizeof(err->param), "max_tokens");
+		snprintf(err->message, sizeof(err->message), "the prompt's %d tokens plus max_tokens "
+			 "%d are over the context of %u tokens", n, req->max_tokens, n_ctx);
+		return -EINVAL;
+	}
+	*n_predict = req->max_tokens > 0 ? req->max_tokens : (int32_t)(n_ctx - (uint32_t)n);
+	return n;
+}
+
+static enum MHD_Result generate(struct strata_server *s, struct MHD_Connection *conn,
+				const char *body, size_t len, double t_arrival, int chat)
+{
+	struct strata_gen_params defaults;
+	struct strata_api_req req;
+	struct strata_api_err err;
+	struct strata_job *j;
+	int32_t *ids = NULL, n_predict = 0;
+	int n, rc;
+
+	strata_engine_gen_defaults(s->e, &defaults);
+	rc = strata_api_parse(body, len, chat, s->fmt, &defaults, &req, &err);
+	if (rc)
+		return strata_reply_error(s, conn, rc == -EINVAL ? err.status : 500,
+					  rc == -EINVAL ? err.message : "out of memory", err.param);
+	n = prepare(s, &req, &ids, &n_predict, &err);
+	if (n < 0) {
+		free(ids);
+		strata_api_req_free(&req);
+		return strata_reply_error(s, conn, err.status, err.message, err.param);
+	}
+	j = strata_job_new(&req, ids, (uint32_t)n);
+	if (!j)
+		return strata_reply_error(s, conn, 500, "out of memory", NULL);
+	j->n_predict = n_predict;
+	j->t_arrival = t_arrival;
+	snprintf(j->id, sizeof(j->id), "%s-%llx%06x", chat ? "chatcmpl" : "cmpl", s->started,
+		 atomic_fetch_add(&s->next_id, 1));
+	j->head = (struct strata_api_head){ .chat = chat, .id = j->id,
+					    .created = (long long)time(NULL),
+					    .model = strata_engine_model_name(s->e) };
+	rc = strata_job_submit(s, j);
+	if (rc) {
+		strata_job_unref(j);
+		if (rc == -EBUSY)
+			snprintf(err.message, sizeof(err.message), "the server is busy: %u requests "
+				 "wait already ([serve] queue); try again later", s->queue_max);
+		return strata_reply_error(s, conn, 503, rc == -EBUSY ? err.message :
+					  "the server is shutting down", NULL);
+	}
+	return j->req.stream ? reply_stream(s, conn, j) : reply_whole(s, conn, j);
+}
+
+enum MHD_Result strata_route_chat(struct strata_server *s, struct MHD_Connection *conn,
+				  const char *body, size_t len, double t_arrival)
+{
+	return generate(s, conn, body, len, t_arrival, 1);
+}
+
+enum MHD_Result strata_route_completion(struct strata_server *s, struct MHD_Connection *conn,
+					const char *body, size_t len, double t_arrival)
+{
+	return generate(s, conn, body, len, t_arrival, 0);
+}
+
+/* ---- the rest ------------------------------------------------------------------------ */
+
+enum MHD_Result strata_route_models(struct strata_server *s, struct MHD_Connection *conn,
+				    const char *body, size_t len, double t_arrival)
+{
+	return reply(s, conn, 200, JSON_TYPE,
+		     strata_api_models_json(strata_engine_model_name(s->e),
+					    strata_engine_n_ctx(s->e), s->started), NULL);
+}
+
+static void queue_state(struct strata_server *s, unsigned *waiting, int *busy)
+{
+	pthread_mutex_lock(&s->lock);
+	*waiting = s->n_waiting;
+	*busy = s->busy;
+	pthread_mutex_unlock(&s->lock);
+}
+
+enum MHD_Result strata_route_health(struct strata_server *s, struct MHD_Connection *conn,
+				    const char *body, size_t len, double t_arrival)
+{
+	char buf[128];
+	unsigned waiting;
+	int busy;
+
+	queue_state(s, &waiting, &busy);
+	snprintf(buf, sizeof(buf), "{\"status\":\"ok\",\"busy\":%s,\"queued\":%u}",
+		 busy ? "true" : "false", waiting);
+	return reply(s, conn, 200, JSON_TYPE, strdup(buf), NULL);
+}
+
+enum MHD_Result strata_route_metrics(struct strata_server *s, struct MHD_Connection *conn,
+				     const char *body, size_t len, double t_arrival)
+{
+	struct strata_buf out = { 0 };
+	unsigned waiting;
+	int busy;
+
+	queue_state(s, &waiting, &busy);
+	strata_metrics_render(&s->metrics, waiting, busy, &out);
+	if (out.oom)
+		strata_buf_free(&out);
+	return reply(s, conn, 200, "text/plain; version=0.0.4; charset=utf-8", out.p, NULL);
+}

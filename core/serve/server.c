@@ -1,0 +1,347 @@
+/*
+ * server.c - libmicrohttpd setup, routing, authentication, request bodies,
+ * and the --serve main loop.  The routes' handlers are in routes.c.
+ */
+#define _GNU_SOURCE /* strndup */
+#include "serve/serve_int.h"
+#include "serve/routes.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "util/log.h"
+
+/* One request, from its first call into on_request to the completed notice. */
+struct conn_ctx {
+	const struct strata_route *route;
+	struct strata_buf body;
+	int too_big;               /* the body passed max_body: it is read and dropped */
+	double t_arrival;
+};
+
+static const struct strata_route g_routes[] = {
+	{ "/v1/chat/completions", "POST", strata_route_chat },
+	{ "/v1/completions", "POST", strata_route_completion },
+	{ "/v1/models", "GET", strata_route_models },
+	{ "/health", "GET", strata_route_health },
+	{ "/metrics", "GET", strata_route_metrics },
+};
+
+/* Compare without an early exit, so the time taken says nothing about the key. */
+static int same_secret(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = la != lb;
+
+	for (size_t i = 0; i < la; i++)
+		d |= (unsigned char)a[i] ^ (unsigned char)b[i % (lb ? lb : 1)];
+	return d == 0;
+}
+
+static int authorized(const struct strata_server *s, struct MHD_Connection *conn)
+{
+	const char *h;
+
+	if (!s->api_key)
+		return 1;
+	h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return 0;
+	h += 7;
+	while (*h == ' ')
+		h++;
+	return same_secret(h, s->api_key);
+}
+
+/* The route for url, or NULL; *path_known is set when the path exists with another method. */
+static const struct strata_route *find_route(const char *url, const char *method,
+					     const struct strata_route **path_known)
+{
+	*path_known = NULL;
+	for (size_t i = 0; i < sizeof(g_routes) / sizeof(g_routes[0]); i++) {
+		if (strcmp(g_routes[i].path, url) != 0)
+			continue;
+		if (strcmp(g_routes[i].method, method) == 0)
+			return &g_routes[i];
+		*path_known = &g_routes[i];
+	}
+	return NULL;
+}
+
+/* What the first call of a request decides from its headers alone; MHD_YES to read on. */
+static enum MHD_Result first_call(struct strata_server *s, struct MHD_Connection *conn,
+				  const char *url, const char *method, struct conn_ctx *c)
+{
+	const struct strata_route *other;
+	const char *cl;
+	char msg[320];
+
+	if (!authorized(s, conn))
+		return strata_reply_error(s, conn, 401, "invalid or missing API key: send "
+					  "'Authorization: Bearer KEY'", NULL);
+	c->route = find_route(url, method, &other);
+	if (!c->route && other) {
+		snprintf(msg, sizeof(msg), "%s takes %s, not %s", url, other->method, method);
+		return strata_reply_error(s, conn, 405, msg, other->method);
+	}
+	if (!c->route) {
+		snprintf(msg, sizeof(msg), "no route %s %.200s", method, url);
+		return strata_reply_error(s, conn, 404, msg, NULL);
+	}
+	/* A declared length over the limit is refused before a byte of it is read. */
+	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > s->max_body) {
+		snprintf(msg, sizeof(msg), "the request body of %s bytes is over the limit of %zu "
+			 "([serve] max_body)", cl, s->max_body);
+		return strata_reply_error(s, conn, 413, msg, NULL);
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct strata_server *s = cls;
+	struct conn_ctx *c = *con_cls;
+	char msg[160];
+
+	(void)version;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return MHD_NO;
+		c->t_arrival = strata_serve_now_ms();
+		*con_cls = c;
+		return first_call(s, conn, url, method, c);
+	}
+	if (*upload_size) {
+		/* Past the limit (a chunked body) the rest is read and dropped, never kept. */
+		if (!c->too_big && c->body.len + *upload_size > s->max_body) {
+			c->too_big = 1;
+			strata_buf_free(&c->body);
+		}
+		if (!c->too_big)
+			strata_buf_add(&c->body, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (c->too_big) {
+		snprintf(msg, sizeof(msg), "the request body is over the limit of %zu bytes "
+			 "([serve] max_body)", s->max_body);
+		return strata_reply_error(s, conn, 413, msg, NULL);
+	}
+	if (c->body.oom)
+		return strata_reply_error(s, conn, 500, "out of memory for the request body", NULL);
+	return c->route->fn(s, conn, c->body.p ? c->body.p : "", c->body.len, c->t_arrival);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct conn_ctx *c = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (!c)
+		return;
+	strata_buf_free(&c->body);
+	free(c);
+	*con_cls = NULL;
+}
+
+/* libmicrohttpd's own messages (a client reset, a malformed request): debug level. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = 0;
+	strata_debug("serve: http: %s", line);
+}
+
+/* A listening socket on host:port; the fd, or a negative errno after logging. */
+static int listen_on(const char *host, uint32_t port, uint16_t *bound)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *res, *ai;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char ps[16];
+	int fd = -1, rc, err = 0, one = 1;
+
+	snprintf(ps, sizeof(ps), "%u", port);
+	rc = getaddrinfo(host, ps, &hints, &res);
+	if (rc) {
+		strata_error("serve: cannot use host '%s': %s", host, gai_strerror(rc));
+		return -EINVAL;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 256) == 0)
+			break;
+		err = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		strata_error("serve: cannot listen on %s:%u: %s", host, port, strerror(err));
+		return -err;
+	}
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						 : ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+/* [serve] api_key, with STRATA_API_KEY above the INI file but below STRATA_SERVE_API_KEY. */
+static const char *api_key(const struct strata_config *c)
+{
+	const char *env = getenv("STRATA_SERVE_API_KEY"), *alias = getenv("STRATA_API_KEY");
+
+	if ((!env || !*env) && alias && *alias)
+		return alias;
+	return c->serve_api_key && *c->serve_api_key ? c->serve_api_key : NULL;
+}
+
+static int server_init(struct strata_engine *e, struct strata_server *s)
+{
+	const struct strata_config *c = &e->cfg;
+	const char *key = api_key(c);
+	int rc;
+
+	s->e = e;
+	s->max_body = c->serve_max_body;
+	s->queue_max = c->serve_queue;
+	s->started = (long long)time(NULL);
+	s->fmt = (enum strata_chat_fmt)c->serve_chat_template;
+	if (s->fmt == STRATA_CHAT_AUTO)
+		s->fmt = strata_chat_detect(strata_engine_chat_template(e));
+	atomic_init(&s->next_id, 1);
+	atomic_init(&s->stopping, 0);
+	if (key && !(s->api_key = strdup(key)))
+		return -ENOMEM;
+	if ((rc = strata_metrics_init(&s->metrics)))
+		return rc;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	return 0;
+}
+
+int strata_serve_start(struct strata_engine *e, struct strata_server **out)
+{
+	const struct strata_config *c = &e->cfg;
+	struct strata_server *s = calloc(1, sizeof(*s));
+	int fd, rc;
+
+	*out = NULL;
+	if (!s || (rc = server_init(e, s))) {
+		strata_error("serve: out of memory");
+		if (s)
+			free(s->api_key);
+		free(s);
+		return -ENOMEM;
+	}
+	fd = listen_on(c->serve_host ? c->serve_host : "127.0.0.1", c->serve_port, &s->port);
+	if (fd < 0) {
+		strata_serve_stop(s);
+		return fd;
+	}
+	if ((rc = strata_worker_start(s))) {
+		close(fd);
+		strata_serve_stop(s);
+		return rc;
+	}
+	/* A thread per connection: a handler may wait for the engine without stalling others. */
+	s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+				  MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+				  on_request, s,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+				  MHD_OPTION_END);
+	if (!s->mhd) {
+		strata_error("serve: libmicrohttpd could not start on port %u", s->port);
+		close(fd);
+		strata_serve_stop(s);
+		return -EIO;
+	}
+	*out = s;
+	return 0;
+}
+
+uint16_t strata_serve_port(const struct strata_server *s)
+{
+	return s->port;
+}
+
+void strata_serve_stop(struct strata_server *s)
+{
+	if (!s)
+		return;
+	/* The engine thread first: waiting handlers then see the server stopping and leave. */
+	strata_worker_stop(s);
+	if (s->mhd)
+		MHD_stop_daemon(s->mhd);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	strata_metrics_destroy(&s->metrics);
+	free(s->api_key);
+	free(s);
+}
+
+static sem_t g_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	sem_post(&g_stop); /* async-signal-safe, and any thread may take the signal */
+}
+
+int strata_serve_run(struct strata_engine *e)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct strata_server *s;
+	int rc;
+
+	sem_init(&g_stop, 0, 0);
+	signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is an error return, not death */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if ((rc = strata_serve_start(e, &s)))
+		return rc;
+	strata_info("serving %s on http://%s:%u (chat template %s, queue %u%s)",
+		    strata_engine_model_name(e), e->cfg.serve_host ? e->cfg.serve_host : "127.0.0.1",
+		    s->port, strata_chat_fmt_name(s->fmt), s->queue_max,
+		    s->api_key ? ", API key required" : "");
+	while (sem_wait(&g_stop) != 0 && errno == EINTR)
+		;
+	strata_info("serve: stopping");
+	strata_serve_stop(s);
+	return 0;
+}
