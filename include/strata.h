@@ -29,9 +29,9 @@ enum strata_finish {
 
 /* Timings of one strata_generate() call. */
 struct strata_stats {
-	uint32_t n_prompt;   /* prompt tokens evaluated */
+	uint32_t n_prompt;   /* prompt tokens (n_reused of them resumed, not evaluated) */
 	uint32_t n_gen;      /* tokens generated */
-	double prompt_ms;    /* wall time of the prompt */
+	double prompt_ms;    /* wall time of the prompt (of its n_prompt - n_reused tokens read) */
 	double gen_ms;       /* wall time of generation (after the prompt) */
 	uint32_t n_reused;   /* prompt tokens kept from the sequence, not evaluated again */
 	uint32_t finish;     /* enum strata_finish */
@@ -61,10 +61,16 @@ void strata_engine_free(struct strata_engine *e);
 int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids);
 
 /*
- * Reset the sequence, read the prompt through the configured prompt paths,
- * then sample up to n_predict tokens (< 0: until EOS or the context is full),
- * calling fn for each.  stats may be NULL.  Returns the number of tokens
- * generated, or a negative errno.
+ * Bring the engine's sequence to the prompt, then sample up to n_predict
+ * tokens (< 0: until EOS or the context is full), calling fn for each.  The
+ * sequence resumes from the longest prefix of the prompt it shares with
+ * what it holds or with a turn checkpoint ([serve] checkpoints; 0 = never;
+ * never while writing --dump-logits), at most all but the prompt's last
+ * token; the rest is read through the configured prompt paths, in parts
+ * split at the last checkpoint.  A checkpoint is kept at the end of the
+ * prompt and of each completed generation.  stats may be NULL; its n_reused
+ * counts the resumed tokens.  Returns the number of tokens generated, or a
+ * negative errno.
  */
 int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
 		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats);

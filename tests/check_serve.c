@@ -388,11 +388,85 @@ START_TEST(greedy_matches_cli)
 	ck_assert_msg(strstr(r.body.p, "strata_requests_total{status=\"200\"} 3\n") &&
 		      strstr(r.body.p, "strata_generated_tokens_total 65\n") &&
 		      strstr(r.body.p, "strata_first_token_seconds_count 2\n") &&
-		      strstr(r.body.p, "strata_checkpoint_hits_total 0\n") &&
+		      /* The completion resumed the chat prompt's first token (BOS). */
+		      strstr(r.body.p, "strata_checkpoint_hits_total 1\n") &&
+		      strstr(r.body.p, "strata_prompt_tokens_reused_total 1\n") &&
 		      strstr(r.body.p, "# TYPE strata_first_token_seconds histogram\n") &&
 		      strstr(r.body.p, "strata_decode_tokens_per_second "), "metrics:\n%s",
 		      r.body.p);
 	resp_free(&r);
+	stop_server();
+}
+END_TEST
+
+static double metric(const char *name); /* below, with the queue tests */
+
+/*
+ * A follow-up turn resumes from the first one's checkpoint: the answer is
+ * what the strata command gives for the whole rendered conversation, and
+ * /metrics counts the hit and the tokens not read again.
+ */
+START_TEST(checkpoint_turns)
+{
+	struct strata_chat_msg m[3] = {
+		{ "user", "Tell me a story about a dog.", 28 },
+		{ "assistant", NULL, 0 },
+		{ "user", "What did the dog do next?", 25 },
+	};
+	char *prompt, cli[8192], *body, answer1[4096];
+	int n1, n2, n_prompt, n_gen;
+	long long reused;
+	struct resp r;
+	size_t plen;
+	cJSON *j, *req, *msgs;
+
+	start_server(NULL, 0);
+	http("POST", "/v1/chat/completions", NULL, "{\"messages\":[{\"role\":\"user\",\"content\":"
+	     "\"Tell me a story about a dog.\"}],\"max_tokens\":30,\"temperature\":0}", &r);
+	ck_assert_int_eq(r.status, 200);
+	j = json_of(&r);
+	snprintf(answer1, sizeof(answer1), "%s",
+		 str_at(j, AT(j, "choices", "0", "message", "content"), "content"));
+	n1 = int_at(j, AT(j, "usage", "prompt_tokens"), "usage");
+	cJSON_Delete(j);
+	resp_free(&r);
+
+	m[1].content = answer1;
+	m[1].len = strlen(answer1);
+	req = cJSON_CreateObject();
+	msgs = cJSON_AddArrayToObject(req, "messages");
+	for (int i = 0; i < 3; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "role", m[i].role);
+		cJSON_AddStringToObject(o, "content", m[i].content);
+		cJSON_AddItemToArray(msgs, o);
+	}
+	cJSON_AddNumberToObject(req, "max_tokens", 30);
+	cJSON_AddNumberToObject(req, "temperature", 0);
+	body = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	http("POST", "/v1/chat/completions", NULL, body, &r);
+	free(body);
+	ck_assert_int_eq(r.status, 200);
+	j = json_of(&r);
+	n2 = int_at(j, AT(j, "usage", "prompt_tokens"), "usage");
+	ck_assert_int_gt(n2, n1);
+	ck_assert_int_eq(strata_chat_render(STRATA_CHAT_PLAIN, m, 3, &prompt, &plen), 0);
+	cli_generate(prompt, 30, cli, sizeof(cli), &n_prompt, &n_gen);
+	ck_assert_int_eq(n_prompt, n2);
+	ck_assert_str_eq(str_at(j, AT(j, "choices", "0", "message", "content"), "content"), cli);
+	cJSON_Delete(j);
+	resp_free(&r);
+	free(prompt);
+
+	ck_assert_int_eq((long long)metric("strata_checkpoint_hits_total"), 1);
+	reused = (long long)metric("strata_prompt_tokens_reused_total");
+	/* At least turn 1's prompt (its last token may merge with the answer's text). */
+	ck_assert_msg(reused >= n1 - 1 && reused < n2, "reused %lld of %d (turn 1: %d)", reused,
+		      n2, n1);
+	ck_assert_int_eq((long long)metric("strata_prompt_tokens_total"), n1 + n2 - reused);
+	printf("checkpoint_turns: turn 2 of %d tokens resumed %lld\n", n2, reused);
 	stop_server();
 }
 END_TEST
@@ -826,6 +900,7 @@ int main(void)
 		tcase_set_timeout(tc, 600);
 		tcase_add_test(tc, engine_cancel);
 		tcase_add_test(tc, greedy_matches_cli);
+		tcase_add_test(tc, checkpoint_turns);
 		tcase_add_test(tc, stream_matches_whole);
 		tcase_add_test(tc, stop_strings);
 		tcase_add_test(tc, bad_requests);

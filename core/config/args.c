@@ -32,6 +32,8 @@ int strata_config_apply_env(struct strata_config *c)
 		snprintf(what, sizeof(what), "%s.%s", k->section, k->key);
 		if (strata_cfg_set(c, k, v, name, what))
 			return -EINVAL;
+		if (strata_cfg_set_origin(c, k, "%s", name))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -158,15 +160,19 @@ static int apply_opt(struct strata_config *c, const struct opt *o)
 	const struct strata_cfg_key *k = o->k;
 	const char *name = o->name;
 
-	if (o->kind == OPT_KEY_NEG)
-		return strata_cfg_set(c, k, "false", "command line", name);
-	if (k->type == STRATA_CFG_COUNT && !o->value) {
+	int rc;
+
+	if (o->kind == OPT_KEY_NEG) {
+		rc = strata_cfg_set(c, k, "false", "command line", name);
+	} else if (k->type == STRATA_CFG_COUNT && !o->value) {
 		int *n = (int *)((char *)c + k->off);
 
 		(*n)++;
-		return 0;
+		rc = 0;
+	} else {
+		rc = strata_cfg_set(c, k, o->value ? o->value : "true", "command line", name);
 	}
-	return strata_cfg_set(c, k, o->value ? o->value : "true", "command line", name);
+	return rc ? rc : strata_cfg_set_origin(c, k, "%s", name);
 }
 
 int strata_config_from_args(struct strata_config *c, int argc, char **argv)
@@ -211,6 +217,7 @@ static const char *const section_titles[][2] = {
 	{ "prefill", "prompt processing" },
 	{ "plugins", "plugins" },
 	{ "prompt", "prompt paths" },
+	{ "spec", "decode windows" },
 	{ "ple", "PLE n-gram table reads" },
 	{ "serve", "HTTP server" },
 };

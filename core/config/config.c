@@ -9,6 +9,7 @@
 #include "config/config_int.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,9 @@ static void raw_free(struct strata_config_raw *r)
 		free(r->files[i]);
 	for (size_t i = 0; i < r->n_kept; i++)
 		free(r->kept[i]);
+	for (size_t i = 0; r->origin && i < strata_cfg_nkeys; i++)
+		free(r->origin[i]);
+	free(r->origin);
 	free(r->ent);
 	free(r->sect);
 	free(r->names);
@@ -331,4 +335,42 @@ const char *strata_config_section_where(const struct strata_config *c, const cha
 		if (strcmp(c->raw->sect[i].name, section) == 0)
 			return c->raw->sect[i].where;
 	return NULL;
+}
+
+int strata_cfg_set_origin(struct strata_config *c, const struct strata_cfg_key *k,
+			  const char *fmt, ...)
+{
+	struct strata_config_raw *r = c->raw;
+	size_t i = (size_t)(k - strata_cfg_keys);
+	va_list ap;
+	char *s;
+	int n;
+
+	if (!r || i >= strata_cfg_nkeys)
+		return -EINVAL;
+	if (!r->origin && !(r->origin = calloc(strata_cfg_nkeys, sizeof(*r->origin))))
+		return -ENOMEM;
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	/* Replaced, not freed: a caller may still hold the text of an earlier where(). */
+	if (r->origin[i] && !keep(r, r->origin[i])) {
+		r->origin[i] = NULL;
+		free(s);
+		return -ENOMEM;
+	}
+	r->origin[i] = s;
+	return 0;
+}
+
+const char *strata_config_where(const struct strata_config *c, const char *section,
+				const char *key)
+{
+	const struct strata_cfg_key *k = strata_cfg_find(section, key);
+
+	if (!k || !c->raw || !c->raw->origin)
+		return NULL;
+	return c->raw->origin[k - strata_cfg_keys];
 }

@@ -54,6 +54,10 @@ struct strata_config {
 
 	/* [prompt] */
 	char *paths;          /* paths = comma-separated path plugins, tried in order */
+	uint32_t short_read;  /* short_read = N (--short-read): path-window takes parts of <= N tokens; 0 = off */
+
+	/* [spec] */
+	uint32_t spec_window; /* window = S (--spec-window): tokens per decode window */
 
 	/* [ple]: the PLE n-gram table reader (core/ple/ple.h) */
 	uint32_t ple_readers;   /* readers = N (--ple-readers); 0 = the single-thread path */
@@ -72,6 +76,7 @@ struct strata_config {
 	uint32_t serve_queue;   /* queue = N (--queue): requests that may wait; more get 503 */
 	uint32_t serve_max_body;/* max_body = BYTES (--max-body): larger bodies get 413 */
 	int serve_chat_template;/* chat_template = auto|chatml|glm4|llama3|plain (--chat-template) */
+	uint32_t serve_checkpoints; /* checkpoints = N (--checkpoints): turn checkpoints kept; 0 = off */
 
 	/* everything from plugin sections, see above */
 	struct strata_config_raw *raw;
@@ -120,6 +125,16 @@ const char *strata_config_get(const struct strata_config *c, const char *section
  */
 int strata_config_check_plugin_keys(const struct strata_config *c, const char *section,
 				    const char *const *keys);
+/*
+ * Where the value of schema key [section] key came from, for messages about
+ * a value that parsed but turned out wrong later (a prompt path that does not
+ * exist): "FILE:LINE" for the INI file, the flag as written ("--paths") or the
+ * environment variable's name.  NULL while the key has its default.  Owned
+ * by c.
+ */
+const char *strata_config_where(const struct strata_config *c, const char *section,
+				const char *key);
+
 /* Names of the plugin sections seen (NULL-terminated, owned by c). */
 const char *const *strata_config_plugin_sections(const struct strata_config *c);
 /* "FILE:LINE" of a plugin section's header, for error messages. */

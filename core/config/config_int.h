@@ -84,6 +84,13 @@ int strata_cfg_set(struct strata_config *c, const struct strata_cfg_key *k,
 /* The field's current value as malloc'd text; NULL when unset (or ENOMEM). */
 char *strata_cfg_format(const struct strata_config *c, const struct strata_cfg_key *k);
 
+/*
+ * Record where key k got its value ("FILE:LINE", "--flag", "STRATA_X_Y"),
+ * replacing an earlier origin.  0 or -ENOMEM.
+ */
+int strata_cfg_set_origin(struct strata_config *c, const struct strata_cfg_key *k,
+			  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* STRATA_<SECTION>_<KEY> for section/key into buf. */
 void strata_cfg_env_name(const char *section, const char *key, char *buf, size_t n);
 
@@ -114,6 +121,7 @@ struct strata_config_raw {
 	size_t n_files;
 	char **kept;        /* strings handed out by get() or replaced: freed last */
 	size_t n_kept, cap_kept;
+	char **origin;      /* [strata_cfg_nkeys]: where each schema key was set, or NULL */
 };
 
 /* Intern an INI path; NULL on ENOMEM. */

@@ -376,6 +376,7 @@ static int apply(struct strata_config *c, struct ini_state *st)
 			rc = strata_cfg_raw_set(c->raw, p->section, p->key, p->value, file, p->line);
 		} else if (!(rc = strata_cfg_parse(p->k, p->value, &v, why, sizeof(why)))) {
 			strata_cfg_store(c, p->k, &v); /* checked by the handler: cannot fail */
+			rc = strata_cfg_set_origin(c, p->k, "%s:%d", st->path, p->line);
 		}
 	}
 	if (rc) {

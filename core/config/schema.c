@@ -68,6 +68,11 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 
 	K("prompt", "paths", LIST, paths, 0, 0, 0, "path-batched", NULL, "--paths", "LIST",
 	  NULL, "prompt path plugins to try in order, comma-separated"),
+	K("prompt", "short_read", UINT32, short_read, 0, UMAX, 0, "64", NULL, "--short-read", "N",
+	  NULL, "path-window reads prompt parts of at most N tokens; 0 = off (all batched)"),
+
+	K("spec", "window", UINT32, spec_window, 1, 256, 0, "4", NULL, "--spec-window", "S",
+	  NULL, "tokens per decode window (path-window reads S prompt tokens per step)"),
 
 	K("ple", "readers", UINT32, ple_readers, 0, 1024, 0, "8", NULL, "--ple-readers", "N",
 	  NULL, "PLE reader threads for batched chunks; 0 = the single-thread path"),
@@ -100,13 +105,16 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("serve", "chat_template", CHOICE, serve_chat_template, 0, 0, 0, "auto", NULL,
 	  "--chat-template", "auto|chatml|glm4|llama3|plain",
 	  NULL, "chat format; auto = recognise the model's tokenizer.chat_template"),
+	K("serve", "checkpoints", UINT32, serve_checkpoints, 0, 1024, 0, "8", NULL,
+	  "--checkpoints", "N", NULL,
+	  "turn checkpoints kept to resume follow-up prompts (LRU); 0 = read every prompt whole"),
 };
 
 const size_t strata_cfg_nkeys = sizeof(strata_cfg_keys) / sizeof(strata_cfg_keys[0]);
 
 /* The core's sections; [io] takes keys in later versions. */
 static const char *const core_sections[] = {
-	"model", "run", "prefill", "plugins", "prompt", "io", "ple", "serve",
+	"model", "run", "prefill", "plugins", "prompt", "spec", "io", "ple", "serve",
 };
 
 int strata_cfg_core_section(const char *section)

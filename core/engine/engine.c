@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/ckpt.h"
 #include "gguf/gguf.h"
 #include "plugin/path.h"
 #include "plugin/registry.h"
@@ -46,6 +47,23 @@ static int engine_describe(struct strata_engine *e)
 	return 0;
 }
 
+/*
+ * Turn checkpoints per [serve] checkpoints; STRATA_CKPT_REREAD=1 keeps them
+ * (they still split prompts into parts) but re-reads every prompt, so the
+ * two can be compared.
+ */
+static int engine_checkpoints(struct strata_engine *e)
+{
+	const char *rr = getenv("STRATA_CKPT_REREAD");
+	int reread = rr && *rr && strcmp(rr, "0") != 0;
+
+	if (!e->cfg.serve_checkpoints)
+		return 0;
+	if (reread)
+		strata_info("STRATA_CKPT_REREAD: prompts are read whole, checkpoints only split them");
+	return strata_ckpts_create(e->seq, e->cfg.serve_checkpoints, reread, &e->ckpts);
+}
+
 static int engine_load(struct strata_engine *e, const char *argv0)
 {
 	const struct strata_config *c = &e->cfg;
@@ -75,8 +93,12 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	if ((rc = strata_pool_create(c->threads, &e->pool)) ||
 	    (rc = strata_seq_create(e->model, c->ctx_size, chunk, &e->seq)) ||
 	    (rc = strata_registry_create(&e->cfg, argv0, &e->reg)) ||
-	    (rc = strata_path_list_create(e->reg, c->paths, &e->paths)))
+	    (rc = strata_path_list_create_at(e->reg, c->paths,
+					     strata_config_where(c, "prompt", "paths"), &e->paths)) ||
+	    (rc = engine_checkpoints(e)))
 		return rc;
+	e->window = c->spec_window < strata_seq_max_batch(e->seq) ? c->spec_window
+								  : strata_seq_max_batch(e->seq);
 	if (c->dump_logits)
 		sp.temp = 0.0f; /* the dump is of greedy tokens, as the golden files are */
 	if ((rc = strata_sampler_create(&sp, (int32_t)n_vocab, &e->sampler)))
@@ -103,6 +125,9 @@ int strata_engine_create(struct strata_config *cfg, const char *argv0,
 	}
 	e->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
+	/* -v: info and above is the default; -v -v adds the debug lines (prompt parts). */
+	if (e->cfg.verbose > 1)
+		strata_log_set_level(STRATA_LOG_LVL_DEBUG);
 	rc = engine_load(e, argv0);
 	if (rc) {
 		strata_engine_free(e);
@@ -134,6 +159,7 @@ void strata_engine_free(struct strata_engine *e)
 		return;
 	strata_path_list_free(e->paths);
 	strata_registry_free(e->reg);
+	strata_ckpts_free(e->ckpts); /* before the sequence its snapshots belong to */
 	strata_sampler_free(e->sampler);
 	strata_seq_free(e->seq);
 	strata_pool_free(e->pool);
@@ -208,9 +234,9 @@ int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids)
 
 /* ---- the engine as path plugins see it ------------------------------------- */
 
-static int iface_forward(void *engine, const int32_t *tokens, uint32_t n)
+/* Append n tokens to the sequence and the history; logits of the last one. */
+static int feed(struct strata_engine *e, const int32_t *tokens, uint32_t n)
 {
-	struct strata_engine *e = engine;
 	uint32_t pos = strata_seq_pos(e->seq), nv = e->model->hp.n_vocab;
 	int rc;
 
@@ -235,9 +261,33 @@ static int iface_forward(void *engine, const int32_t *tokens, uint32_t n)
 	return 0;
 }
 
+static int iface_forward_batch(void *engine, const int32_t *tokens, uint32_t n)
+{
+	return feed(engine, tokens, n);
+}
+
+/*
+ * One decode window of n <= window tokens: what every decode step runs
+ * (gen_loop calls it with the sampled token), so path-window reads a prompt
+ * part with exactly the code and batch shapes decode uses.
+ */
+static int iface_forward_window(void *engine, const int32_t *tokens, uint32_t n)
+{
+	struct strata_engine *e = engine;
+
+	if (n == 0 || n > e->window) {
+		strata_error("decode window of %u tokens asked for: the window holds 1 to %u "
+			     "([spec] window)", n, e->window);
+		return -EINVAL;
+	}
+	return feed(e, tokens, n);
+}
+
 static uint32_t iface_window(void *engine)
 {
-	return 1;
+	struct strata_engine *e = engine;
+
+	return e->window;
 }
 
 static uint32_t iface_max_batch(void *engine)
@@ -247,15 +297,18 @@ static uint32_t iface_max_batch(void *engine)
 	return strata_seq_max_batch(e->seq);
 }
 
-static int read_prompt(struct strata_engine *e, const int32_t *prompt, uint32_t n)
+/* Prompt tokens [from, to) as one part, through the first path that takes it. */
+static int read_part(struct strata_engine *e, const int32_t *prompt, uint32_t from,
+		     uint32_t to, int is_last)
 {
 	struct strata_engine_iface eng = {
-		.version = 1, .engine = e, .forward_batch = iface_forward,
-		.forward_window = iface_forward, .window = iface_window,
+		.version = 1, .engine = e, .forward_batch = iface_forward_batch,
+		.forward_window = iface_forward_window, .window = iface_window,
 		.max_batch = iface_max_batch,
 	};
 	struct strata_part part = {
-		.tokens = prompt, .n_tokens = n, .pos = strata_seq_pos(e->seq), .is_last = 1,
+		.tokens = prompt + from, .n_tokens = to - from, .pos = strata_seq_pos(e->seq),
+		.is_last = (uint32_t)is_last,
 	};
 
 	return strata_path_list_run(e->paths, &part, &eng);
@@ -288,25 +341,43 @@ static int check_prompt(const struct strata_engine *e, uint32_t n_prompt)
 }
 
 /*
- * Bring the sequence to the prompt: positions [0, keep) are kept, the rest
- * is evaluated through the prompt paths.  keep is 0 until turn checkpoints
- * can restore the state at a shared prefix of e->hist; everything after the
- * reset works from keep on already.
+ * Bring the sequence to the prompt: positions [0, keep) are resumed from the
+ * sequence or a turn checkpoint (never with --dump-logits, whose rows start
+ * at 0), the rest is read through the prompt paths in parts: up to the last
+ * turn checkpoint inside the prompt, then what follows it (the new turn), so
+ * each part picks its own path.
  */
 static int prefill(struct strata_engine *e, const struct gen_run *r, uint32_t *reused)
 {
-	uint32_t keep = 0;
+	struct strata_resume res = { 0 };
+	uint32_t n = r->n_prompt;
 	int rc;
 
-	if ((rc = strata_seq_truncate(e->seq, keep)))
+	if (e->ckpts && !e->dump)
+		rc = strata_ckpts_resume(e->ckpts, e->hist, e->n_hist, r->prompt, n, &res);
+	else
+		rc = strata_seq_truncate(e->seq, 0);
+	if (rc) {
+		strata_error("cannot bring the sequence to the prompt: %s", strerror(-rc));
 		return rc;
-	e->n_hist = keep;
+	}
+	memcpy(e->hist, r->prompt, (size_t)res.keep * sizeof(int32_t));
+	e->n_hist = res.keep;
 	strata_sampler_reset(r->smp);
-	for (uint32_t i = 0; i < r->n_prompt; i++)
+	for (uint32_t i = 0; i < n; i++)
 		strata_sampler_accept(r->smp, r->prompt[i]);
 	e->failed = 0;
-	*reused = keep;
-	return read_prompt(e, r->prompt + keep, r->n_prompt - keep);
+	*reused = res.keep;
+	if (res.keep || res.split)
+		strata_debug("prompt of %u tokens: %u resumed (%s), last checkpoint at %u", n,
+			     res.keep, res.restored ? "checkpoint" : "sequence", res.split);
+	if (res.split > res.keep && (rc = read_part(e, r->prompt, res.keep, res.split, 0)))
+		return rc;
+	rc = read_part(e, r->prompt, res.split > res.keep ? res.split : res.keep, n, 1);
+	/* A checkpoint that cannot be kept (logged) costs a re-read later, not this answer. */
+	if (!rc && e->ckpts)
+		(void)strata_ckpts_save(e->ckpts, e->hist, e->n_hist);
+	return rc;
 }
 
 static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct strata_stats *stats)
@@ -351,10 +422,13 @@ static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct str
 		/* The last token is fed only when its logits are wanted (the dump). */
 		if (!e->dump && r->n_predict >= 0 && n_gen >= (uint32_t)r->n_predict)
 			break;
-		rc = iface_forward(e, &tok, 1);
+		rc = iface_forward_window(e, &tok, 1);
 		if (rc)
 			return rc;
 	}
+	/* A completed turn: a follow-up prompt resumes here. */
+	if (e->ckpts)
+		(void)strata_ckpts_save(e->ckpts, e->hist, e->n_hist);
 	if (stats) {
 		stats->n_prompt = r->n_prompt;
 		stats->n_gen = n_gen;

@@ -41,6 +41,8 @@ struct strata_engine {
 	uint32_t n_hist;
 	int (*cancel)(void *user);      /* polled before each forward; NULL = never */
 	void *cancel_user;
+	struct strata_ckpts *ckpts;     /* turn checkpoints; NULL when [serve] checkpoints = 0 */
+	uint32_t window;                /* tokens per decode window: [spec] window, <= max batch */
 };
 
 /*

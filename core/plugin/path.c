@@ -11,9 +11,11 @@
 #include "plugin/path.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin/dl.h"
 #include "plugin/registry.h"
 #include "util/log.h"
 
@@ -82,12 +84,20 @@ static int only_blanks(const char *s)
 	return !*s;
 }
 
-static int add_path(struct strata_registry *reg, struct path_entry *e, const char *name)
+static int add_path(struct strata_registry *reg, struct path_entry *e, const char *name,
+		    const char *where)
 {
-	int rc = strata_registry_load(reg, STRATA_PLUGIN_PATH, name, &e->plugin);
+	/* With a configured list, any kind loads, so a wrong one is reported with its origin. */
+	int rc = strata_registry_load(reg, where ? 0 : STRATA_PLUGIN_PATH, name, &e->plugin);
 
 	if (rc)
 		return rc; /* the registry named the file and the reason */
+	if (e->plugin->desc->kind != STRATA_PLUGIN_PATH) {
+		strata_error("%s: '%s' in [prompt] paths is not a prompt path: %s is of kind %s",
+			     where, name, e->plugin->path,
+			     strata_plugin_kind_name(e->plugin->desc->kind));
+		return -ENOTSUP;
+	}
 	e->ops = e->plugin->desc->ops;
 	if (e->ops->version < PATH_OPS_KNOWN) {
 		/* The registry refuses version 0; this guards a future minimum. */
@@ -105,8 +115,55 @@ static int add_path(struct strata_registry *reg, struct path_entry *e, const cha
 	return 0;
 }
 
+/* 1 when strata-NAME.so is in a directory of the search path. */
+static int on_search_path(const struct strata_registry *reg, const char *name)
+{
+	const char *const *dirs = strata_registry_search_path(reg);
+
+	for (size_t i = 0; dirs && dirs[i]; i++) {
+		char path[4096];
+		int n = snprintf(path, sizeof(path), "%s%cstrata-%s%s", dirs[i], STRATA_DL_DIR_SEP,
+				 name, STRATA_DL_SUFFIX);
+
+		if (n > 0 && (size_t)n < sizeof(path) && strata_dl_check_file(path) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Names the configuration gave that have no plugin file: one message naming
+ * where the list was set, so a typo in the INI file points at its line.
+ */
+static int check_names(const struct strata_registry *reg, char *const *v, int n,
+		       const char *where)
+{
+	for (int i = 0; i < n; i++) {
+		char dirs[1024] = "";
+		const char *const *d = strata_registry_search_path(reg);
+		size_t len = 0;
+
+		if (on_search_path(reg, v[i]))
+			continue;
+		for (size_t j = 0; d && d[j] && len < sizeof(dirs); j++)
+			len += (size_t)snprintf(dirs + len, sizeof(dirs) - len, "%s%s", j ? ", " : "",
+						d[j]);
+		strata_error("%s: unknown prompt path '%s' in [prompt] paths: no strata-%s%s in "
+			     "the plugin search path (%s)", where, v[i], v[i], STRATA_DL_SUFFIX,
+			     len ? dirs : "empty: set [plugins] dir or STRATA_PLUGIN_PATH");
+		return -ENOENT;
+	}
+	return 0;
+}
+
 int strata_path_list_create(struct strata_registry *reg, const char *names,
 			    struct strata_path_list **out)
+{
+	return strata_path_list_create_at(reg, names, NULL, out);
+}
+
+int strata_path_list_create_at(struct strata_registry *reg, const char *names,
+			       const char *where, struct strata_path_list **out)
 {
 	struct strata_path_list *list;
 	char *buf, *v[32];
@@ -119,9 +176,11 @@ int strata_path_list_create(struct strata_registry *reg, const char *names,
 	if (!buf)
 		return -ENOMEM;
 	n = split_names(buf, v, sizeof(v) / sizeof(v[0]), names);
-	if (n < 0) {
+	if (n >= 0 && where)
+		rc = check_names(reg, v, n, where);
+	if (n < 0 || rc) {
 		free(buf);
-		return n;
+		return n < 0 ? n : rc;
 	}
 	list = calloc(1, sizeof(*list) + (size_t)n * sizeof(list->e[0]));
 	if (!list || !(list->names = strdup(names))) {
@@ -130,7 +189,7 @@ int strata_path_list_create(struct strata_registry *reg, const char *names,
 		return -ENOMEM;
 	}
 	for (int i = 0; i < n && !rc; i++) {
-		rc = add_path(reg, &list->e[i], v[i]);
+		rc = add_path(reg, &list->e[i], v[i], where);
 		list->n = (size_t)i + (rc == 0);
 	}
 	free(buf);

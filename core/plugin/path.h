@@ -33,6 +33,17 @@ struct strata_path_list;
 int strata_path_list_create(struct strata_registry *reg, const char *names,
 			    struct strata_path_list **out);
 
+/*
+ * strata_path_list_create() for a list that came from the configuration:
+ * `where` says where it was set ("strata.ini:12", "--paths",
+ * "STRATA_PROMPT_PATHS"; NULL for the built-in default).  A name with no
+ * plugin file on the search path is then logged as "WHERE: unknown prompt
+ * path 'NAME' ..." (-ENOENT), before anything is loaded; other refusals are
+ * the registry's, naming the file.
+ */
+int strata_path_list_create_at(struct strata_registry *reg, const char *names,
+			       const char *where, struct strata_path_list **out);
+
 /* Destroy every instance (in reverse order) and the list; NULL is a no-op. */
 void strata_path_list_free(struct strata_path_list *list);
 

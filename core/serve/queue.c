@@ -230,10 +230,11 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 		if (!j->stopped) /* a partial stop string at the end is text after all */
 			strata_textout_flush(&j->out, &j->text);
 		pthread_mutex_unlock(&j->lock);
-		strata_info("serve: %s: prompt %u tokens (%.1f tok/s), generated %u tokens "
-			    "(%.1f tok/s), finish %s", j->id, st.n_prompt,
-			    st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen,
-			    st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, finish);
+		/* Resumed tokens (a turn checkpoint) cost nothing: the rate is of those read. */
+		strata_info("serve: %s: prompt %u tokens (%u resumed, %.1f tok/s), generated %u "
+			    "tokens (%.1f tok/s), finish %s", j->id, st.n_prompt, st.n_reused,
+			    st.prompt_ms > 0 ? (st.n_prompt - st.n_reused) * 1e3 / st.prompt_ms : 0.0,
+			    st.n_gen, st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, finish);
 	} else if (cancelled) {
 		strata_info("serve: %s: stopped after %u tokens: the client went away or the "
 			    "server stops", j->id, j->n_gen);
