@@ -301,8 +301,10 @@ int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
 	uint64_t cache_rows;
 	int rc;
 
-	r->own_host = (struct strata_host){ 1, own_log, own_config_get, own_aligned_alloc,
-					    own_aligned_free, NULL };
+	r->own_host = (struct strata_host){ .version = 1, .log = own_log,
+					    .config_get = own_config_get,
+					    .aligned_alloc = own_aligned_alloc,
+					    .aligned_free = own_aligned_free };
 	if ((rc = check_table(r, t)))
 		return rc;
 	if (r->o.io == STRATA_PLE_IO_MMAP) {

@@ -40,6 +40,7 @@ struct plugin_rec {
 
 struct strata_registry {
 	const struct strata_config *cfg;
+	int probing; /* inside a plugin's probe(): loading from there is refused */
 	char **dirs; /* NULL-terminated search path */
 	size_t n_dirs;
 	struct plugin_rec **recs;
@@ -123,6 +124,38 @@ static void host_aligned_free(void *p)
 #else
 	free(p);
 #endif
+}
+
+/* Host version 2: a wrapper plugin loads the plugin it wraps through the registry. */
+static int host_load_plugin(const struct strata_host *host, uint32_t kind, const char *name,
+			    const struct strata_plugin_desc **desc,
+			    const struct strata_host **plugin_host)
+{
+	const struct plugin_rec *rec = host ? host->core : NULL;
+	struct strata_plugin *p;
+	int rc;
+
+	if (desc)
+		*desc = NULL;
+	if (plugin_host)
+		*plugin_host = NULL;
+	if (!rec || !desc || !plugin_host)
+		return -EINVAL;
+	if (rec->reg->probing) {
+		strata_error("plugin %s: load_plugin('%s') called from probe()", rec->pub.path,
+			     name ? name : "");
+		return -EDEADLK;
+	}
+	if (name && !strcmp(name, rec->pub.desc->name)) {
+		strata_error("plugin %s: '%s' cannot load itself", rec->pub.path, name);
+		return -ELOOP;
+	}
+	rc = strata_registry_load(rec->reg, kind, name, &p);
+	if (rc)
+		return rc; /* logged with the file and the reason */
+	*desc = p->desc;
+	*plugin_host = &p->host;
+	return 0;
 }
 
 /* ---- search path ------------------------------------------------------- */
@@ -409,14 +442,17 @@ static int admit(struct strata_registry *reg, struct plugin_rec *rec, struct ref
 		return refuse(why, -EEXIST, "plugin '%s' is already loaded from %s", d->name,
 			      clash->pub.path);
 	rec->pub.host = (struct strata_host){
-		.version = 1,
+		.version = 2,
 		.log = host_log,
 		.config_get = host_config_get,
 		.aligned_alloc = host_aligned_alloc,
 		.aligned_free = host_aligned_free,
 		.core = rec,
+		.load_plugin = host_load_plugin,
 	};
+	reg->probing = 1;
 	rec->pub.score = d->probe(&rec->pub.host);
+	reg->probing = 0;
 	if (rec->pub.score == 0)
 		return refuse(why, -ENODEV, "probe says unusable on this machine");
 	if (rec->pub.score < 0)
@@ -493,6 +529,15 @@ static int load_one(struct strata_registry *reg, const char *path, uint32_t kind
 	if ((d->abi >> 16) != STRATA_PLUGIN_ABI_MAJOR) {
 		rc = refuse(why, -EPROTO, "ABI major %u, core expects %u", (unsigned)(d->abi >> 16),
 			    (unsigned)STRATA_PLUGIN_ABI_MAJOR);
+		goto fail;
+	}
+	/* A newer minor may use host fields or conventions this core lacks: refuse it
+	 * with a reason rather than let it find out.  Older minors are served exactly
+	 * (the core never reads past the versions they declare). */
+	if ((d->abi & 0xffffu) > STRATA_PLUGIN_ABI_MINOR) {
+		rc = refuse(why, -EPROTO, "ABI %u.%u, newer than this core's %u.%u",
+			    (unsigned)(d->abi >> 16), (unsigned)(d->abi & 0xffffu),
+			    (unsigned)STRATA_PLUGIN_ABI_MAJOR, (unsigned)STRATA_PLUGIN_ABI_MINOR);
 		goto fail;
 	}
 	rc = check_kind(kind, d, why);
@@ -638,7 +683,8 @@ static int scan_dir(struct strata_registry *reg, const char *dir, strata_scan_fn
 	if (rc == -ENOMEM)
 		goto out;
 	rc = 0; /* a missing search directory is not an error */
-	qsort(l.v, l.n, sizeof(*l.v), cmp_str);
+	if (l.n) /* l.v is NULL then, which qsort must not see */
+		qsort(l.v, l.n, sizeof(*l.v), cmp_str);
 	for (i = 0; i < l.n && rc == 0; i++) {
 		struct refusal why = { .logged = 0 };
 		struct strata_plugin *p = NULL;

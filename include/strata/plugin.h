@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define STRATA_PLUGIN_ABI_MAJOR 1
-#define STRATA_PLUGIN_ABI_MINOR 0
+#define STRATA_PLUGIN_ABI_MINOR 1 /* 1: strata_host version 2 (load_plugin) */
 #define STRATA_PLUGIN_ABI \
 	((uint32_t)((STRATA_PLUGIN_ABI_MAJOR << 16) | STRATA_PLUGIN_ABI_MINOR))
 #define STRATA_PLUGIN_ENTRY_SYMBOL "strata_plugin_entry"
@@ -57,11 +57,13 @@ enum strata_log_level {
 	STRATA_LOG_DEBUG = 3,
 };
 
+struct strata_plugin_desc;
+
 /*
  * What the core lends a plugin.  Valid from load until unload.
  */
 struct strata_host {
-	uint32_t version; /* 1 */
+	uint32_t version; /* 2; fields after `core` exist from the version named */
 	/* printf-style log line, prefixed with the plugin's name by the core. */
 	void (*log)(const struct strata_host *host, int level, const char *fmt,
 		    ...)
@@ -81,6 +83,23 @@ struct strata_host {
 	void *(*aligned_alloc)(size_t align, size_t size);
 	void (*aligned_free)(void *p);
 	void *core; /* opaque to plugins */
+
+	/* ---- version 2 (ABI 1.1) ---- */
+	/*
+	 * Load the plugin of `kind` named `name` exactly as the core loads its
+	 * own (same search path, same checks, the same record when it is loaded
+	 * already; its configuration is its own [name] section), for plugins
+	 * that wrap another one.  On success *desc is its descriptor and
+	 * *plugin_host the host table to pass to its methods, both valid until
+	 * the core unloads its plugins, which it does after closing every
+	 * handle and instance.  Returns 0 or -errno after the core logged why
+	 * (the file and the reason); -ELOOP when a plugin asks for itself,
+	 * -EDEADLK when called from probe().  Call it from open() or create():
+	 * like the rest of loading it is not thread-safe.
+	 */
+	int (*load_plugin)(const struct strata_host *host, uint32_t kind, const char *name,
+			   const struct strata_plugin_desc **desc,
+			   const struct strata_host **plugin_host);
 };
 
 /*
