@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Install the Debian packages strata needs to build and test, when missing.
 # Run as root (or with sudo available); prints what it installs.
+#   tools/deps.sh           what the build and the test suite need
+#   tools/deps.sh --fuzz    also clang and its runtimes (libFuzzer, for tools/test.sh)
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev libpcre2-dev
       libmicrohttpd-dev libcjson-dev libutf8proc-dev)
+# GCC's ASan/UBSan/TSan runtimes come with build-essential (libgcc-12-dev);
+# libFuzzer is clang's, in Debian 12's compiler-rt package.
+if [ "${1:-}" = --fuzz ]; then
+  pkgs+=(clang libclang-rt-dev)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

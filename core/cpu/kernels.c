@@ -24,6 +24,10 @@
 #include "kernels_impl.h"
 #include "util/log.h"
 
+#ifdef STRATA_KERN_X86
+#include <cpuid.h>
+#endif
+
 /* Below this many multiply-adds per thread, another thread costs more than
  * it saves (dispatch ~1 us, a cache line or two of traffic). */
 #define MM_MIN_MACS_PER_THREAD ((int64_t)1 << 16)
@@ -56,6 +60,16 @@ const struct strata_kern_level *strata_kern_level_get(int level)
 	}
 }
 
+#ifdef STRATA_KERN_X86
+/* CPUID.1:ECX.F16C; clang (14) has no __builtin_cpu_supports("f16c"). */
+static int cpu_has_f16c(void)
+{
+	unsigned a, b, c, d;
+
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 enum strata_simd strata_simd_detect(void)
 {
 #ifdef STRATA_KERN_X86
@@ -64,7 +78,7 @@ enum strata_simd strata_simd_detect(void)
 	 * Q8 kernels are built around vpdpbusd, and the TU is compiled with
 	 * -mavx512vnni, so older AVX-512 parts use the AVX2 level. */
 	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-	    !__builtin_cpu_supports("f16c"))
+	    !cpu_has_f16c())
 		return STRATA_SIMD_SCALAR;
 	if (__builtin_cpu_supports("avx512f") &&
 	    __builtin_cpu_supports("avx512bw") &&

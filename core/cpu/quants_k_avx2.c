@@ -92,8 +92,11 @@ AI __m256i pick_u8(__m256i src, int i, int j)
  * source src16 (elements 0..7 in the low lane, 8..15 in the high one). */
 AI __m256i pick_i16(__m256i src16, int i, int j)
 {
-	const __m256i lo = _mm256_permute2x128_si256(src16, src16, i < 8 ? 0x00 : 0x11);
-	const __m256i hi = _mm256_permute2x128_si256(src16, src16, j < 8 ? 0x00 : 0x11);
+	/* Each immediate a literal: clang wants one before inlining, GCC folds either way. */
+	const __m256i lo = i < 8 ? _mm256_permute2x128_si256(src16, src16, 0x00)
+				 : _mm256_permute2x128_si256(src16, src16, 0x11);
+	const __m256i hi = j < 8 ? _mm256_permute2x128_si256(src16, src16, 0x00)
+				 : _mm256_permute2x128_si256(src16, src16, 0x11);
 	const __m256i both = _mm256_blend_epi32(lo, hi, 0xf0);
 	const int a = 2 * (i % 8), c = 2 * (j % 8);
 	const __m256i ctl = _mm256_setr_epi8(

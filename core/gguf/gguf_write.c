@@ -100,6 +100,8 @@ static int bytes_put_le(struct bytes *b, const void *src, size_t size, uint64_t 
 	const uint8_t *s = src;
 	int rc;
 
+	if (count == 0)
+		return 0; /* src may be NULL: memcpy must not see it */
 	if (count > SIZE_MAX / (size ? size : 1))
 		return -ENOMEM;
 	rc = bytes_reserve(b, size * count);

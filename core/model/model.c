@@ -4,6 +4,7 @@
 #include "model.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -513,6 +514,13 @@ static int load_weights(struct loader *l)
 	}
 	if ((rc = load_vec(l, "rope_freqs.weight", hp->n_rot / 2, 0, &m->rope_freqs)))
 		return rc;
+	/* Each layer has tensors of its own: a block_count past the tensor count is
+	 * corrupt, and must not size an allocation (the fuzzer asked for 140 GB). */
+	if ((int64_t)hp->n_layer > strata_gguf_n_tensors(m->gguf)) {
+		strata_error("%s: block_count %u is more than the file's %" PRId64 " tensors",
+			     l->path, hp->n_layer, strata_gguf_n_tensors(m->gguf));
+		return -EINVAL;
+	}
 	m->layers = calloc(hp->n_layer, sizeof(*m->layers));
 	if (!m->layers)
 		return -ENOMEM;

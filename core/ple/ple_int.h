@@ -205,7 +205,8 @@ struct strata_ple_reader {
 	int stop;
 	uint64_t work_gen;
 	uint32_t busy;
-	int broken;               /* a read never came back: refuse further chunks */
+	_Atomic int broken;       /* a read never came back: refuse further chunks
+				   * (atomic: every reader that times out sets it) */
 	/* the chunk being read */
 	struct strata_ple_chunk *cur;
 	_Atomic uint32_t next_job;

@@ -123,6 +123,12 @@ int strata_textout_feed(struct strata_textout *t, const char *piece, size_t len,
 	a = stop_open_tail(t, p->p, p->len);
 	b = utf8_open_tail(p->p, p->len);
 	hold = a > b ? a : b;
+	/* A stop string's bytes need not be UTF-8: one that begins with a
+	 * continuation byte must not cut a character (both halves would go out
+	 * as U+FFFD), so hold back to the character's first byte. */
+	for (int k = 0; k < 3 && hold < p->len &&
+			((unsigned char)p->p[p->len - hold] & 0xC0) == 0x80; k++)
+		hold++;
 	add_sanitized(out, p->p, p->len - hold);
 	strata_buf_consume(p, p->len - hold);
 	return 0;

@@ -107,10 +107,68 @@ static const char *const tp_keys[] = { "max_tokens", NULL };
 
 #if defined(TP_IO)
 
-/* Stands in for an io ops table: only the version prefix is common to all. */
-static const struct {
-	uint32_t version;
-} tp_ops = { 1 };
+/*
+ * A whole io ops table (the loader checks every required method, and reads
+ * past a shorter stand-in: ASan saw it).  The loader tests only load, list
+ * and refuse this variant; it never opens a file, so each method says so.
+ */
+static int tp_io_open(const struct strata_host *host, const char *path, uint32_t flags,
+		      uint32_t depth, void **handle)
+{
+	(void)host;
+	(void)path;
+	(void)flags;
+	(void)depth;
+	*handle = NULL;
+	return -ENOSYS;
+}
+
+static void tp_io_close(void *handle)
+{
+	(void)handle;
+}
+
+static int tp_io_caps(void *handle, struct strata_io_caps *caps)
+{
+	(void)handle;
+	(void)caps;
+	return -ENOSYS;
+}
+
+static int64_t tp_io_size(void *handle)
+{
+	(void)handle;
+	return -ENOSYS;
+}
+
+static int tp_io_submit(void *handle, struct strata_io_req *const *reqs, uint32_t n)
+{
+	(void)handle;
+	(void)reqs;
+	(void)n;
+	return -ENOSYS;
+}
+
+static int tp_io_reap(void *handle, struct strata_io_req **done, uint32_t min_done,
+		      uint32_t max_done, int timeout_ms)
+{
+	(void)handle;
+	(void)done;
+	(void)min_done;
+	(void)max_done;
+	(void)timeout_ms;
+	return -ENOSYS;
+}
+
+static const struct strata_io_ops tp_ops = {
+	.version = 1,
+	.open = tp_io_open,
+	.close = tp_io_close,
+	.caps = tp_io_caps,
+	.size = tp_io_size,
+	.submit = tp_io_submit,
+	.reap = tp_io_reap,
+};
 #define TP_KIND STRATA_PLUGIN_IO
 #define TP_OPS (&tp_ops)
 
