@@ -193,6 +193,10 @@ static int vocab_texts(const char *name, int sel)
 	for (int i = 0; i < n && !rc; i++) {
 		char *buf = malloc(v.v[i].len + 2), fname[128];
 
+		if (!buf) {
+			rc = -1;
+			break;
+		}
 		buf[0] = (char)sel;
 		buf[1] = (char)(i % 7 == 3 ? 3 : 0); /* some with BOS and special tokens */
 		memcpy(buf + 2, v.v[i].text, v.v[i].len);
@@ -224,6 +228,10 @@ static int ini_seeds(void)
 		return -1;
 	rc = put("ini", "strata.ini", ini, len);
 	with = malloc(len + sizeof(flags));
+	if (!with) {
+		free(ini);
+		return -1;
+	}
 	memcpy(with, ini, len);
 	memcpy(with + len, flags, sizeof(flags) - 1);
 	rc = rc ? rc : put("ini", "strata.ini+flags", with, len + sizeof(flags) - 1);
