@@ -8,9 +8,10 @@
  * accepted, with a NUL-terminated prompt of prompt_len bytes, or refused
  * with status 400, a message and an error JSON that parses.  An accepted
  * prompt is then "generated" in pieces through strata_textout with the
- * request's stop strings: the released text must be valid UTF-8, equal
- * to the prompt up to its first stop string when that part is valid UTF-8,
- * and come back unchanged through the completion and chunk JSON.
+ * request's stop strings: the released text must be valid UTF-8, equal to
+ * the prompt up to the stop string that completes first (stop_point) when
+ * that part is valid UTF-8, and come back unchanged through the completion
+ * and chunk JSON.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -56,20 +57,58 @@ static void check_responses(int chat, const char *text, size_t len)
 	free(chunk);
 }
 
+/* The piece length at pos: 1..5 bytes, from the text itself. */
+static size_t piece_len(const char *p, size_t n, size_t pos)
+{
+	size_t k = 1 + (unsigned char)p[pos] % 5;
+
+	return k < n - pos ? k : n - pos;
+}
+
+/*
+ * Where the released text must end: generation stops with the piece in which
+ * the first stop string is complete (the one that ends first, not the one
+ * that starts first: a later token never comes), and the text ends before
+ * the earliest stop string found in everything generated up to that piece.
+ * n when no stop string occurs.
+ */
+static size_t stop_point(const struct strata_api_req *r)
+{
+	const char *p = r->prompt;
+	size_t n = r->prompt_len, end = SIZE_MAX, upto = 0, at = n;
+
+	for (size_t i = 0; i < r->n_stop; i++) {
+		size_t sl = strlen(r->stop[i]);
+		const char *m = memmem(p, n, r->stop[i], sl);
+
+		if (m && (size_t)(m - p) + sl < end)
+			end = (size_t)(m - p) + sl;
+	}
+	if (end == SIZE_MAX)
+		return n;
+	while (upto < end)
+		upto += piece_len(p, n, upto);
+	for (size_t i = 0; i < r->n_stop; i++) {
+		const char *m = memmem(p, upto, r->stop[i], strlen(r->stop[i]));
+
+		if (m && (size_t)(m - p) < at)
+			at = (size_t)(m - p);
+	}
+	return at;
+}
+
 /* Feed the prompt as pieces of 1..5 bytes, as a generation would arrive. */
 static void check_stops(const struct strata_api_req *r)
 {
 	struct strata_textout t = { .stop = r->stop, .n_stop = r->n_stop };
 	struct strata_buf out = { 0 };
-	const char *p = r->prompt, *first = NULL;
-	size_t n = r->prompt_len, pos = 0;
+	const char *p = r->prompt;
+	size_t n = r->prompt_len, pos = 0, want = stop_point(r);
 	int stopped = 0;
 
 	while (pos < n && !stopped) {
-		size_t k = 1 + (unsigned char)p[pos] % 5;
+		size_t k = piece_len(p, n, pos);
 
-		if (k > n - pos)
-			k = n - pos;
 		stopped = strata_textout_feed(&t, p + pos, k, &out);
 		pos += k;
 	}
@@ -78,16 +117,8 @@ static void check_stops(const struct strata_api_req *r)
 	strata_textout_free(&t);
 	FUZZ_CHECK(!out.oom);
 	FUZZ_CHECK(fuzz_utf8_valid((const unsigned char *)out.p, out.len));
-	for (size_t i = 0; i < r->n_stop; i++) {
-		const char *m = memmem(p, n, r->stop[i], strlen(r->stop[i]));
-
-		if (m && (!first || m < first))
-			first = m;
-	}
-	FUZZ_CHECK(stopped == (first != NULL));
+	FUZZ_CHECK(stopped == (want < n)); /* a stop string occurs: it starts before n */
 	/* Valid text before the stop string comes out as it went in. */
-	size_t want = first ? (size_t)(first - p) : n;
-
 	if (fuzz_utf8_valid((const unsigned char *)p, want))
 		FUZZ_CHECK(out.len == want && (want == 0 || memcmp(out.p, p, want) == 0));
 	check_responses(r->chat, out.p ? out.p : "", out.len);
