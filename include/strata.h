@@ -129,6 +129,16 @@ int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t 
 		       const struct strata_gen_params *p, strata_token_fn fn, void *user,
 		       struct strata_stats *stats);
 
+/*
+ * The message of the last error strata logged on the calling thread (the
+ * text of its "strata: error:" line, with file and offset where there are
+ * any), "" when none: what to tell the user whose call just failed.  Owned
+ * by strata; valid until this thread calls strata again.  A failed
+ * generation leaves the engine usable: the next call reads its prompt again
+ * where the sequence could not be kept.
+ */
+const char *strata_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,9 @@
  *   pp N: one batched forward of N tokens into an empty context;
  *   tg N: N single-token forwards, each sampling nothing (greedy not needed).
  * Each test runs after one warm-up and is repeated -r times; the median and
- * the spread are printed, one line per test, plus a CSV with -o.
+ * the spread are printed, one line per test, plus a CSV with -o.  With -x
+ * the experts are streamed ([model] experts = stream) through the io plugin
+ * -i into a cache of -x MiB, and the store's totals are printed at the end.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,8 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "cpu/kernels.h"
 #include "model/model.h"
+#include "model/xstore.h"
+#include "plugin/registry.h"
 #include "util/log.h"
 
 static double now_s(void)
@@ -34,6 +39,9 @@ static int cmp_double(const void *a, const void *b)
 }
 
 struct bench {
+	struct strata_config cfg;
+	struct strata_registry *reg;
+	struct strata_xstore *xs;
 	struct strata_model *m;
 	struct strata_seq *seq;
 	struct strata_pool *pool;
@@ -100,24 +108,49 @@ static void usage(const char *prog)
 	       "  -p N        prompt test: one batch of N tokens (default 512; 0 = skip)\n"
 	       "  -n N        decode test: N single-token steps (default 128; 0 = skip)\n"
 	       "  -r N        repetitions after one warm-up (default 5); the median is reported\n"
-	       "  -o FILE     append CSV rows: model,test,threads,median,min,max (tok/s)\n",
+	       "  -o FILE     append CSV rows: model,test,threads,median,min,max (tok/s)\n"
+	       "  -x MIB      stream the experts into a cache of MIB MiB (0 = half the free memory)\n"
+	       "  -i PLUGIN   io plugin that streams them (default auto)\n",
 	       prog);
+}
+
+/* -x: the experts through io plugin `io` into a cache of `bytes`, as the engine does. */
+static int open_store(struct bench *b, const char *model, const char *io, uint64_t bytes,
+		      const char *argv0)
+{
+	struct strata_xstore_opts o = { .cache_bytes = bytes, .depth = 32, .timeout_ms = 30000,
+					 .direct = 1 };
+	struct strata_plugin *p;
+	int rc;
+
+	if ((rc = strata_config_init(&b->cfg)) ||
+	    (rc = strata_registry_create(&b->cfg, argv0, &b->reg)) ||
+	    (rc = strata_registry_pick_io(b->reg, io, "strata-bench -x", &p)))
+		return rc;
+	o.ops = p->desc->ops;
+	o.host = &p->host;
+	o.io_name = p->desc->name;
+	if ((rc = strata_xstore_open(b->m, model, &o, &b->xs)))
+		return rc;
+	strata_seq_set_xstore(b->seq, b->xs);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	const char *model = NULL, *csv_path = NULL;
+	const char *model = NULL, *csv_path = NULL, *io = "auto";
+	long stream_mib = -1;
 	int threads = 0, reps = 5, opt, rc = 0;
 	long n_pp = 512, n_tg = 128;
 	struct bench b = { 0 };
 	FILE *csv = NULL;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:h")) != -1) {
 		char *end;
 		long v = optarg ? strtol(optarg, &end, 10) : 0;
 
-		if (optarg && opt != 'm' && opt != 'o' && (*end || v < 0)) {
+		if (optarg && opt != 'm' && opt != 'o' && opt != 'i' && (*end || v < 0)) {
 			fprintf(stderr, "strata-bench: error: -%c needs a number >= 0, got '%s'\n",
 				opt, optarg);
 			return 2;
@@ -125,6 +158,8 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'm': model = optarg; break;
 		case 'o': csv_path = optarg; break;
+		case 'i': io = optarg; break;
+		case 'x': stream_mib = v; break;
 		case 't': threads = (int)v; break;
 		case 'p': n_pp = v; break;
 		case 'n': n_tg = v; break;
@@ -137,7 +172,8 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 		return 2;
 	}
-	if (strata_model_load(model, &b.m) || strata_pool_create(threads, &b.pool))
+	if (strata_model_load_ex(model, stream_mib >= 0 ? STRATA_MODEL_STREAM_EXPERTS : 0, &b.m) ||
+	    strata_pool_create(threads, &b.pool))
 		return 1;
 	threads = strata_pool_size(b.pool);
 	{
@@ -148,6 +184,8 @@ int main(int argc, char **argv)
 		b.tokens = malloc((ctx + 1) * sizeof(int32_t));
 		b.logits = malloc(b.m->hp.n_vocab * sizeof(float));
 		if (!b.tokens || !b.logits)
+			return 1;
+		if (stream_mib >= 0 && open_store(&b, model, io, (uint64_t)stream_mib << 20, argv[0]))
 			return 1;
 		srand(1234);
 		for (uint32_t i = 0; i <= ctx; i++)
@@ -178,6 +216,9 @@ int main(int argc, char **argv)
 	free(b.tokens);
 	free(b.logits);
 	strata_seq_free(b.seq);
+	strata_xstore_close(b.xs);
+	strata_registry_free(b.reg);
+	strata_config_free(&b.cfg);
 	strata_pool_free(b.pool);
 	strata_model_free(b.m);
 	return rc ? 1 : 0;

@@ -29,6 +29,8 @@ struct strata_config {
 	/* [model] */
 	char *model_path;     /* path = FILE (-m) */
 	uint32_t ctx_size;    /* ctx_size = N (--ctx-size; -c is the INI file); 0 = the model's, at most 4096 */
+	int model_experts;    /* experts = mmap|stream (--experts): 0 mapped, 1 read through [io] on use */
+	uint32_t expert_cache;/* expert_cache = MiB (--expert-cache): RAM for streamed experts; 0 = auto */
 
 	/* [run] */
 	char *prompt;         /* prompt = TEXT (-p) */
@@ -58,6 +60,12 @@ struct strata_config {
 
 	/* [spec] */
 	uint32_t spec_window; /* window = S (--spec-window): tokens per decode window */
+
+	/* [io]: the io plugin that streams experts ([model] experts = stream) */
+	char *io_plugin;        /* plugin = NAME|auto (--io-plugin) */
+	uint32_t io_depth;      /* depth = N (--io-depth): reads in flight */
+	uint32_t io_timeout_ms; /* timeout_ms = N (--io-timeout): no read landing for this long fails the request */
+	int io_direct;          /* direct = BOOL (--io-direct/--no-io-direct): bypass the page cache */
 
 	/* [ple]: the PLE n-gram table reader (core/ple/ple.h) */
 	uint32_t ple_readers;   /* readers = N (--ple-readers); 0 = the single-thread path */

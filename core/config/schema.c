@@ -28,6 +28,10 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	  NULL, "model file (GGUF); required"),
 	K("model", "ctx_size", UINT32, ctx_size, 0, UMAX, 0, "0", NULL, "--ctx-size", "N",
 	  NULL, "context size in tokens; 0 = the model's training context, at most 4096"),
+	K("model", "experts", CHOICE, model_experts, 0, 0, 0, "mmap", NULL, "--experts", "mmap|stream",
+	  NULL, "MoE experts mapped from the file, or read on use through [io] into a RAM cache"),
+	K("model", "expert_cache", UINT32, expert_cache, 0, UMAX, 0, "0", NULL, "--expert-cache",
+	  "MiB", NULL, "RAM for streamed experts; 0 = half the free memory, at most all experts"),
 
 	K("run", "prompt", STR, prompt, 0, 0, 0, NULL, "-p", "--prompt", "TEXT",
 	  NULL, "prompt to start generating from"),
@@ -74,6 +78,15 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("spec", "window", UINT32, spec_window, 1, 256, 0, "4", NULL, "--spec-window", "S",
 	  NULL, "tokens per decode window (path-window reads S prompt tokens per step)"),
 
+	K("io", "plugin", STR, io_plugin, 0, 0, 0, "auto", NULL, "--io-plugin", "NAME",
+	  NULL, "io plugin that streams experts; auto = the best one this machine supports"),
+	K("io", "depth", UINT32, io_depth, 1, 4096, 0, "32", NULL, "--io-depth", "N",
+	  NULL, "expert reads kept in flight"),
+	K("io", "timeout_ms", UINT32, io_timeout_ms, 1, UMAX, 0, "30000", NULL, "--io-timeout", "MS",
+	  NULL, "a request fails when no expert read lands for this long"),
+	K("io", "direct", BOOL, io_direct, 0, 0, 0, "true", NULL, "--io-direct", NULL,
+	  "--no-io-direct", "stream experts with direct I/O (bypassing the page cache)"),
+
 	K("ple", "readers", UINT32, ple_readers, 0, 1024, 0, "8", NULL, "--ple-readers", "N",
 	  NULL, "PLE reader threads for batched chunks; 0 = the single-thread path"),
 	K("ple", "depth", UINT32, ple_depth, 1, 4096, 0, "32", NULL, "--ple-depth", "N",
@@ -112,7 +125,7 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 
 const size_t strata_cfg_nkeys = sizeof(strata_cfg_keys) / sizeof(strata_cfg_keys[0]);
 
-/* The core's sections; [io] takes keys in later versions. */
+/* The core's sections. */
 static const char *const core_sections[] = {
 	"model", "run", "prefill", "plugins", "prompt", "spec", "io", "ple", "serve",
 };

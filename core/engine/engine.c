@@ -12,6 +12,7 @@
 
 #include "engine/ckpt.h"
 #include "gguf/gguf.h"
+#include "model/xstore.h"
 #include "plugin/path.h"
 #include "plugin/registry.h"
 #include "sample/sampler.h"
@@ -64,6 +65,37 @@ static int engine_checkpoints(struct strata_engine *e)
 	return strata_ckpts_create(e->seq, e->cfg.serve_checkpoints, reread, &e->ckpts);
 }
 
+/* [model] experts = stream: the experts are read on use through the [io] plugin. */
+static int engine_xstore(struct strata_engine *e)
+{
+	const struct strata_config *c = &e->cfg;
+	struct strata_xstore_opts o = {
+		.cache_bytes = (uint64_t)c->expert_cache << 20, .depth = c->io_depth,
+		.timeout_ms = c->io_timeout_ms, .direct = c->io_direct,
+	};
+	struct strata_plugin *pl;
+	int rc;
+
+	if (!c->model_experts)
+		return 0;
+	if (!e->model->hp.n_expert) {
+		strata_info("%s has no experts: [model] experts = stream changes nothing",
+			    c->model_path);
+		return 0;
+	}
+	rc = strata_registry_pick_io(e->reg, c->io_plugin,
+				     "streaming experts ([model] experts = stream)", &pl);
+	if (rc)
+		return rc;
+	o.ops = pl->desc->ops;
+	o.host = &pl->host;
+	o.io_name = pl->desc->name;
+	if ((rc = strata_xstore_open(e->model, c->model_path, &o, &e->xs)))
+		return rc;
+	strata_seq_set_xstore(e->seq, e->xs);
+	return 0;
+}
+
 static int engine_load(struct strata_engine *e, const char *argv0)
 {
 	const struct strata_config *c = &e->cfg;
@@ -81,7 +113,9 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	}
 	if ((rc = strata_config_prefill_chunk(c->prefill, &chunk)))
 		return rc;
-	if ((rc = strata_model_load(c->model_path, &e->model)) ||
+	if ((rc = strata_model_load_ex(c->model_path,
+				       c->model_experts ? STRATA_MODEL_STREAM_EXPERTS : 0,
+				       &e->model)) ||
 	    (rc = strata_tokenizer_load(e->model->gguf, &e->tok)))
 		return rc;
 	n_vocab = e->model->hp.n_vocab;
@@ -95,7 +129,7 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	    (rc = strata_registry_create(&e->cfg, argv0, &e->reg)) ||
 	    (rc = strata_path_list_create_at(e->reg, c->paths,
 					     strata_config_where(c, "prompt", "paths"), &e->paths)) ||
-	    (rc = engine_checkpoints(e)))
+	    (rc = engine_checkpoints(e)) || (rc = engine_xstore(e)))
 		return rc;
 	e->window = c->spec_window < strata_seq_max_batch(e->seq) ? c->spec_window
 								  : strata_seq_max_batch(e->seq);
@@ -157,6 +191,7 @@ void strata_engine_free(struct strata_engine *e)
 {
 	if (!e)
 		return;
+	strata_xstore_close(e->xs); /* its io plugin lives in the registry */
 	strata_path_list_free(e->paths);
 	strata_registry_free(e->reg);
 	strata_ckpts_free(e->ckpts); /* before the sequence its snapshots belong to */
@@ -254,6 +289,12 @@ static int feed(struct strata_engine *e, const int32_t *tokens, uint32_t n)
 	}
 	if (rc) {
 		e->failed = rc;
+		/* A forward that failed part-way (an expert read) leaves a recurrent
+		 * state half-updated: start over; checkpoints are copies, still good. */
+		if (strata_seq_recurrent(e->seq)) {
+			(void)strata_seq_truncate(e->seq, 0);
+			e->n_hist = 0;
+		}
 		return rc;
 	}
 	memcpy(e->hist + pos, tokens, (size_t)n * sizeof(int32_t));
@@ -467,6 +508,11 @@ int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_p
 	}
 	e->cancel = NULL;
 	return gen_loop(e, &r, stats);
+}
+
+const char *strata_last_error(void)
+{
+	return strata_log_last_error();
 }
 
 /* ---- per-call parameters --------------------------------------------------- */

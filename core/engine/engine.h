@@ -43,6 +43,7 @@ struct strata_engine {
 	void *cancel_user;
 	struct strata_ckpts *ckpts;     /* turn checkpoints; NULL when [serve] checkpoints = 0 */
 	uint32_t window;                /* tokens per decode window: [spec] window, <= max batch */
+	struct strata_xstore *xs;       /* streamed experts ([model] experts = stream), or NULL */
 };
 
 /*

@@ -236,7 +236,7 @@ static void deltanet_block(struct strata_seq *s, struct strata_pool *pool, uint3
 		s->x[i] += s->ffn_out[i];
 }
 
-static void ffn_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l, uint32_t n)
+static int ffn_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l, uint32_t n)
 {
 	const struct strata_hparams *hp = &s->m->hp;
 	const struct strata_layer *L = &s->m->layers[l];
@@ -246,10 +246,13 @@ static void ffn_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l
 		rmsnorm(s->xn + (size_t)t * e, s->x + (size_t)t * e, L->ffn_norm, (int)e,
 			hp->rms_eps);
 	if (L->moe) {
-		strata_moe_ffn(s->moe, pool, hp, L, s->xn, n, s->ffn_out);
+		int rc = strata_moe_ffn(s->moe, pool, hp, L, s->xs, l, s->xn, n, s->ffn_out);
+
+		if (rc)
+			return rc;
 		for (size_t i = 0; i < (size_t)n * e; i++)
 			s->x[i] += s->ffn_out[i];
-		return;
+		return 0;
 	}
 	strata_matmul(pool, &L->w_gate, s->xn, e, n, s->hb, f);
 	strata_matmul(pool, &L->w_up, s->xn, e, n, s->hb2, f);
@@ -258,6 +261,7 @@ static void ffn_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l
 	strata_matmul(pool, &L->w_down, s->hb, f, n, s->xn, e);
 	for (size_t i = 0; i < (size_t)n * e; i++)
 		s->x[i] += s->xn[i];
+	return 0;
 }
 
 int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t *tokens,
@@ -267,6 +271,7 @@ int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t
 	const struct strata_hparams *hp = &m->hp;
 	const uint32_t e = hp->n_embd;
 	uint32_t first;
+	int rc;
 
 	if (n == 0)
 		return 0;
@@ -289,7 +294,8 @@ int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t
 			deltanet_block(s, pool, l, n);
 		else
 			attention_block(s, pool, l, n);
-		ffn_block(s, pool, l, n);
+		if ((rc = ffn_block(s, pool, l, n)))
+			return rc;
 	}
 	s->pos += n;
 	if (!logits)

@@ -1,6 +1,7 @@
 /*
  * model.c - hyperparameters and weights of a GGUF model, checked at load.
  */
+#define _GNU_SOURCE /* memmem */
 #include "model.h"
 
 #include <errno.h>
@@ -156,6 +157,7 @@ static int load_experts(struct loader *l, const char *name, int64_t cols, int64_
 	}
 	out->stride = out->m.row_bytes * (size_t)rows;
 	out->n = n;
+	out->file_off = strata_gguf_data_offset(l->m->gguf) + t->offset;
 	l->m->n_params += (uint64_t)(rows * cols) * n;
 	l->m->weight_bytes += t->size;
 	return 0;
@@ -530,45 +532,67 @@ static int load_weights(struct loader *l)
 	return 0;
 }
 
+/* Streamed experts are never paged in: that is what streaming them is for. */
+static int prefault_skip(const struct strata_gguf_tensor *t, unsigned flags)
+{
+	return (flags & STRATA_MODEL_STREAM_EXPERTS) && t->name.len > 5 &&
+	       memmem(t->name.s, t->name.len, "_exps.", 6) != NULL;
+}
+
+static void progress(const char *path, uint64_t done, uint64_t len, double *t_last)
+{
+	struct timespec ts;
+	double now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec + ts.tv_nsec / 1e9;
+	if (now - *t_last > 0.1 || done >= len) {
+		fprintf(stderr, "\rstrata: loading %s: %3.0f%% (%llu / %llu MiB)", path,
+			100.0 * done / len, (unsigned long long)(done >> 20),
+			(unsigned long long)(len >> 20));
+		*t_last = now;
+	}
+}
+
 /*
  * Page the weights in before the first token, with a progress line when
  * stderr is a terminal: a big model otherwise stalls its first forward pass
  * for seconds without a word.  Small models and pipes just get readahead.
  */
-static void prefault(const struct strata_model *m, const char *path)
+static void prefault(const struct strata_model *m, const char *path, unsigned flags)
 {
 	const struct strata_gguf *g = m->gguf;
-	const struct strata_gguf_tensor *t0;
-	const uint8_t *base;
-	uint64_t len, step = 64u << 20, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const int64_t n = strata_gguf_n_tensors(g);
+	uint64_t len = 0, done = 0;
 	volatile uint8_t sink = 0;
 	double t_last = 0;
 
-	if (strata_gguf_n_tensors(g) == 0)
-		return;
-	t0 = strata_gguf_tensor(g, 0);
-	base = (const uint8_t *)t0->data - t0->offset;
-	len = strata_gguf_file_size(g) - strata_gguf_data_offset(g);
-	madvise((void *)((uintptr_t)base & ~(uintptr_t)(page - 1)), len, MADV_WILLNEED);
+	for (int64_t i = 0; i < n; i++) {
+		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+		uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(page - 1);
+
+		if (prefault_skip(t, flags) || !t->size)
+			continue;
+		madvise((void *)a, (uintptr_t)t->data + t->size - a, MADV_WILLNEED);
+		len += t->size;
+	}
 	if (len < (256u << 20) || !isatty(2))
 		return;
-	for (uint64_t off = 0; off < len; off += page) {
-		sink ^= base[off];
-		if (off % step == 0 || off + page >= len) {
-			struct timespec ts;
-			double now;
+	for (int64_t i = 0; i < n; i++) {
+		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+		const uint8_t *p = t->data;
 
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			now = ts.tv_sec + ts.tv_nsec / 1e9;
-			if (now - t_last > 0.1 || off + page >= len) {
-				fprintf(stderr, "\rstrata: loading %s: %3.0f%% (%llu / %llu MiB)", path,
-					100.0 * (off + page < len ? off + page : len) / len,
-					(unsigned long long)((off + page < len ? off + page : len) >> 20),
-					(unsigned long long)(len >> 20));
-				t_last = now;
-			}
+		if (prefault_skip(t, flags))
+			continue;
+		for (uint64_t off = 0; off < t->size; off += page) {
+			sink ^= p[off];
+			if ((done + off) % (64u << 20) < page)
+				progress(path, done + off, len, &t_last);
 		}
+		done += t->size;
 	}
+	progress(path, len, len, &t_last);
 	fputc('\n', stderr);
 	(void)sink;
 }
@@ -584,6 +608,11 @@ static const struct {
 };
 
 int strata_model_load(const char *path, struct strata_model **out)
+{
+	return strata_model_load_ex(path, 0, out);
+}
+
+int strata_model_load_ex(const char *path, unsigned flags, struct strata_model **out)
 {
 	struct loader l = { .path = path };
 	struct strata_str arch;
@@ -615,7 +644,7 @@ int strata_model_load(const char *path, struct strata_model **out)
 	}
 	if ((rc = load_hparams(&l)) || (rc = load_weights(&l)))
 		goto fail;
-	prefault(l.m, path);
+	prefault(l.m, path, flags);
 	*out = l.m;
 	return 0;
 fail:

@@ -36,6 +36,7 @@ struct strata_experts {
 	struct strata_mat m; /* expert 0 */
 	size_t stride;       /* bytes between experts */
 	uint32_t n;
+	uint64_t file_off;   /* where expert 0 starts in the model file */
 };
 
 static inline struct strata_mat strata_expert(const struct strata_experts *x, uint32_t e)
@@ -167,6 +168,12 @@ struct strata_model {
  * missing/ill-shaped tensors or bad hyperparameters.
  */
 int strata_model_load(const char *path, struct strata_model **out);
+
+/* strata_model_load() flags */
+#define STRATA_MODEL_STREAM_EXPERTS 1u /* experts are read on use (xstore.h): never page them in */
+
+/* strata_model_load() with STRATA_MODEL_* flags. */
+int strata_model_load_ex(const char *path, unsigned flags, struct strata_model **out);
 void strata_model_free(struct strata_model *m);
 
 /*
@@ -242,9 +249,17 @@ uint32_t strata_seq_snapshot_pos(const struct strata_seq_snapshot *snap);
  * forward pass.  When logits is non-NULL it receives n_vocab floats: for
  * every token when all_logits, else for the last token only.  Returns 0,
  * -ENOSPC when the context would overflow, -EINVAL for a token id out of
- * range (logged), without changing the sequence on error.
+ * range (logged), without changing the sequence.  With streamed experts
+ * (strata_seq_set_xstore) a failed expert read returns its -errno (logged
+ * by the store) part-way through: the position is unchanged, the KV rows
+ * from it on are garbage to be overwritten, and a recurrent model's state
+ * is damaged (strata_seq_truncate(s, 0) before using it again).
  */
 int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t *tokens,
 		   uint32_t n, float *logits, int all_logits);
+
+struct strata_xstore;
+/* Read this sequence's experts through xs (NULL: from the mapping).  xs must outlive s. */
+void strata_seq_set_xstore(struct strata_seq *s, struct strata_xstore *xs);
 
 #endif

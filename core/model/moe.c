@@ -3,6 +3,8 @@
  */
 #include "moe.h"
 
+#include "xstore.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +24,8 @@ struct strata_moe_ws {
 	float *gs, *us;   /* [B][n_ff_shexp] shared expert */
 	float *sg;        /* [B] shared expert gate logits (qwen3next) */
 	struct strata_mm_item *items; /* [2*n_expert + 3] one pass's products */
-	struct strata_mat *mats;      /* [3*n_expert] the experts' matrices */
+	struct strata_mat *mats;      /* [3*n_expert] gate, up, down of each active expert */
+	uint32_t *ids;                /* [n_expert] the active experts, ascending */
 };
 
 static void *zalloc(size_t n, size_t size)
@@ -53,6 +56,7 @@ void strata_moe_ws_free(struct strata_moe_ws *ws)
 	free(ws->d);
 	free(ws->items);
 	free(ws->mats);
+	free(ws->ids);
 	free(ws->gs);
 	free(ws->us);
 	free(ws->sg);
@@ -81,12 +85,13 @@ int strata_moe_ws_create(const struct strata_hparams *hp, uint32_t max_batch,
 	ws->d = zalloc(B * k, hp->n_embd * sizeof(float));
 	ws->items = zalloc(2 * ne + 3, sizeof(*ws->items));
 	ws->mats = zalloc(3 * ne, sizeof(*ws->mats));
+	ws->ids = zalloc(ne, sizeof(*ws->ids));
 	ws->gs = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
 	ws->us = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
 	ws->sg = zalloc(B, sizeof(float));
 	if (!ws->sg || !ws->logits || !ws->sel || !ws->w || !ws->count || !ws->start || !ws->tok ||
 	    !ws->tokw || !ws->g || !ws->u || !ws->d || !ws->gs || !ws->us ||
-	    !ws->items || !ws->mats) {
+	    !ws->items || !ws->mats || !ws->ids) {
 		strata_moe_ws_free(ws);
 		return -ENOMEM;
 	}
@@ -157,33 +162,41 @@ static inline float silu(float x)
  * gate and up of all of them, then down of all of them.  Expert x's tokens
  * are the list tok[start[x]..]: its gate/up products read those rows of xn
  * (converted once, gathered by the matmul) and write rows start[x].. of g
- * and u, so each is a batched matmul over exactly its tokens.
+ * and u, so each is a batched matmul over exactly its tokens.  Streamed
+ * experts (xs) are fetched first, all of the layer's at once.
  */
-static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
-			const struct strata_hparams *hp, const struct strata_layer *L,
-			const float *xn, uint32_t n, float *out)
+static int moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
+		       const struct strata_hparams *hp, const struct strata_layer *L,
+		       struct strata_xstore *xs, uint32_t layer, const float *xn, uint32_t n,
+		       float *out)
 {
 	const int64_t e = hp->n_embd, f = hp->n_ff_exp, fs = hp->n_ff_shexp;
 	const size_t slots = (size_t)n * hp->n_expert_used;
 	struct strata_mm_item *it = ws->items;
 	struct strata_mat *mats = ws->mats;
-	int ni = 0, nm = 0;
+	uint32_t na = 0;
+	int ni = 0, rc;
 
-	for (uint32_t x = 0; x < hp->n_expert; x++) {
-		uint32_t c = ws->count[x], s0 = ws->start[x];
+	for (uint32_t x = 0; x < hp->n_expert; x++)
+		if (ws->count[x])
+			ws->ids[na++] = x;
+	if (xs && (rc = strata_xstore_fetch(xs, layer, ws->ids, na, mats)))
+		return rc;
+	for (uint32_t i = 0; i < na; i++) {
+		uint32_t x = ws->ids[i], c = ws->count[x], s0 = ws->start[x];
 
-		if (!c)
-			continue;
-		mats[nm] = strata_expert(&L->gate_exps, x);
-		mats[nm + 1] = strata_expert(&L->up_exps, x);
+		if (!xs) {
+			mats[3 * i] = strata_expert(&L->gate_exps, x);
+			mats[3 * i + 1] = strata_expert(&L->up_exps, x);
+			mats[3 * i + 2] = strata_expert(&L->down_exps, x);
+		}
 		/* xn is converted once for all experts; each gathers its rows */
-		it[ni++] = (struct strata_mm_item){ .W = &mats[nm], .x = xn, .ldx = e, .n_tok = c,
-						    .y = ws->g + (size_t)s0 * f, .ldy = f,
-						    .rows = ws->tok + s0, .n_x = n };
-		it[ni++] = (struct strata_mm_item){ .W = &mats[nm + 1], .x = xn, .ldx = e,
+		it[ni++] = (struct strata_mm_item){ .W = &mats[3 * i], .x = xn, .ldx = e,
+						    .n_tok = c, .y = ws->g + (size_t)s0 * f,
+						    .ldy = f, .rows = ws->tok + s0, .n_x = n };
+		it[ni++] = (struct strata_mm_item){ .W = &mats[3 * i + 1], .x = xn, .ldx = e,
 						    .n_tok = c, .y = ws->u + (size_t)s0 * f,
 						    .ldy = f, .rows = ws->tok + s0, .n_x = n };
-		nm += 2;
 	}
 	if (L->has_shexp) {
 		it[ni++] = (struct strata_mm_item){ .W = &L->gate_shexp, .x = xn, .ldx = e,
@@ -201,15 +214,13 @@ static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
 	for (size_t i = 0; L->has_shexp && i < (size_t)n * fs; i++)
 		ws->gs[i] = silu(ws->gs[i]) * ws->us[i];
 	ni = 0;
-	for (uint32_t x = 0; x < hp->n_expert; x++) {
-		uint32_t c = ws->count[x], s0 = ws->start[x];
+	for (uint32_t i = 0; i < na; i++) {
+		uint32_t x = ws->ids[i], c = ws->count[x], s0 = ws->start[x];
 
-		if (!c)
-			continue;
-		mats[nm] = strata_expert(&L->down_exps, x);
-		it[ni++] = (struct strata_mm_item){ .W = &mats[nm++], .x = ws->g + (size_t)s0 * f,
-						    .ldx = f, .n_tok = c,
-						    .y = ws->d + (size_t)s0 * e, .ldy = e };
+		it[ni++] = (struct strata_mm_item){ .W = &mats[3 * i + 2],
+						    .x = ws->g + (size_t)s0 * f, .ldx = f,
+						    .n_tok = c, .y = ws->d + (size_t)s0 * e,
+						    .ldy = e };
 	}
 	if (L->has_shexp)
 		it[ni++] = (struct strata_mm_item){ .W = &L->down_shexp, .x = ws->gs, .ldx = fs,
@@ -225,11 +236,13 @@ static void moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
 	}
 	for (size_t i = 0; i < slots; i++)
 		strata_axpy_f32(out + (size_t)ws->tok[i] * e, ws->tokw[i], ws->d + i * e, e);
+	return 0;
 }
 
-void strata_moe_ffn(struct strata_moe_ws *ws, struct strata_pool *pool,
-		    const struct strata_hparams *hp, const struct strata_layer *L,
-		    const float *xn, uint32_t n, float *out)
+int strata_moe_ffn(struct strata_moe_ws *ws, struct strata_pool *pool,
+		   const struct strata_hparams *hp, const struct strata_layer *L,
+		   struct strata_xstore *xs, uint32_t layer, const float *xn, uint32_t n,
+		   float *out)
 {
 	const uint32_t ne = hp->n_expert, k = hp->n_expert_used;
 	const int64_t e = hp->n_embd;
@@ -256,5 +269,5 @@ void strata_moe_ffn(struct strata_moe_ws *ws, struct strata_pool *pool,
 			ws->tok[slot] = t;
 			ws->tokw[slot] = ws->w[(size_t)t * k + j];
 		}
-	moe_experts(ws, pool, hp, L, xn, n, out);
+	return moe_experts(ws, pool, hp, L, xs, layer, xn, n, out);
 }

@@ -17,13 +17,18 @@ int strata_moe_ws_create(const struct strata_hparams *hp, uint32_t max_batch,
 			 struct strata_moe_ws **out);
 void strata_moe_ws_free(struct strata_moe_ws *ws);
 
+struct strata_xstore;
+
 /*
- * out[t] = routed experts (+ shared expert) applied to xn[t], t < n; rows
- * of n_embd floats.  out must not alias xn.
+ * out[t] = routed experts (+ shared expert) of layer `layer` (L) applied to
+ * xn[t], t < n; rows of n_embd floats.  out must not alias xn.  Experts
+ * come from the mapping, or from xs when it is not NULL: then a failed
+ * read returns its -errno (logged by the store) and out is not written.
  */
-void strata_moe_ffn(struct strata_moe_ws *ws, struct strata_pool *pool,
-		    const struct strata_hparams *hp, const struct strata_layer *L,
-		    const float *xn, uint32_t n, float *out);
+int strata_moe_ffn(struct strata_moe_ws *ws, struct strata_pool *pool,
+		   const struct strata_hparams *hp, const struct strata_layer *L,
+		   struct strata_xstore *xs, uint32_t layer, const float *xn, uint32_t n,
+		   float *out);
 
 /*
  * Route one token: pick hp->n_expert_used experts from the router logits

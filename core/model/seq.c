@@ -178,6 +178,7 @@ uint32_t strata_seq_pos(const struct strata_seq *s) { return s->pos; }
 uint32_t strata_seq_n_ctx(const struct strata_seq *s) { return s->n_ctx; }
 uint32_t strata_seq_max_batch(const struct strata_seq *s) { return s->max_batch; }
 int strata_seq_recurrent(const struct strata_seq *s) { return s->n_dn_layers > 0; }
+void strata_seq_set_xstore(struct strata_seq *s, struct strata_xstore *xs) { s->xs = xs; }
 
 int strata_seq_truncate(struct strata_seq *s, uint32_t pos)
 {

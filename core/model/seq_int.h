@@ -39,6 +39,7 @@ struct strata_seq {
 	float *hb, *hb2;   /* [B][n_ff] */
 	float *ffn_out;    /* [B][n_embd] */
 	struct strata_moe_ws *moe; /* NULL for dense models */
+	struct strata_xstore *xs;  /* streamed experts, or NULL: mapped */
 	struct strata_dn_ws *dn;   /* NULL without DeltaNet layers */
 	float *scores;     /* [SEQ_MAX_THREADS][4 * stride] attention scratch */
 	float *inv_freq;   /* [n_rot/2] */

@@ -146,27 +146,9 @@ static int map_table(struct strata_ple_reader *r)
 
 /* ---- the io plugin ---------------------------------------------------------------------- */
 
-struct best_io {
-	const struct strata_plugin *p;
-};
-
-static void pick_best(void *user, const char *path, const struct strata_plugin *p, int err,
-		      const char *reason)
-{
-	struct best_io *b = user;
-
-	(void)path;
-	(void)err;
-	(void)reason;
-	if (p && p->desc->kind == STRATA_PLUGIN_IO && (!b->p || p->score > b->p->score))
-		b->p = p;
-}
-
 static int load_io(struct strata_ple_reader *r, struct strata_registry *reg, const char **name)
 {
-	const struct strata_plugin *pl = NULL;
-	struct strata_plugin *lp;
-	const char *want = r->o.plugin;
+	struct strata_plugin *pl;
 	int rc;
 
 	if (r->o.io_ops) {
@@ -180,25 +162,10 @@ static int load_io(struct strata_ple_reader *r, struct strata_registry *reg, con
 			     "was given", r->path);
 		return -EINVAL;
 	}
-	if (!want || !*want || strcmp(want, "auto") == 0) {
-		struct best_io b = { NULL };
-
-		rc = strata_registry_scan(reg, pick_best, &b);
-		if (rc < 0)
-			return rc;
-		if (!b.p) {
-			strata_error("%s: no io plugin (strata-io-*.so) usable on this machine on "
-				     "the plugin search path; use --ple-io mmap or --plugin-dir",
-				     r->path);
-			return -ENOENT;
-		}
-		pl = b.p;
-	} else {
-		rc = strata_registry_load(reg, STRATA_PLUGIN_IO, want, &lp);
-		if (rc)
-			return rc; /* the registry said why, with the file */
-		pl = lp;
-	}
+	rc = strata_registry_pick_io(reg, r->o.plugin, "direct PLE reads (or --ple-io mmap)",
+				     &pl);
+	if (rc)
+		return rc; /* the registry said why */
 	r->ops = pl->desc->ops;
 	r->host = &pl->host;
 	*name = pl->desc->name;

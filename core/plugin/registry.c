@@ -733,3 +733,41 @@ int strata_registry_scan(struct strata_registry *reg, strata_scan_fn fn, void *u
 	}
 	return total;
 }
+
+struct best_io {
+	const struct strata_plugin *p;
+};
+
+static void pick_best(void *user, const char *path, const struct strata_plugin *p, int err,
+		      const char *reason)
+{
+	struct best_io *b = user;
+
+	(void)path;
+	(void)err;
+	(void)reason;
+	if (p && p->desc->kind == STRATA_PLUGIN_IO && (!b->p || p->score > b->p->score))
+		b->p = p;
+}
+
+int strata_registry_pick_io(struct strata_registry *reg, const char *name, const char *what,
+			    struct strata_plugin **out)
+{
+	struct best_io b = { NULL };
+	int rc;
+
+	*out = NULL;
+	if (name && *name && strcmp(name, "auto") != 0)
+		return strata_registry_load(reg, STRATA_PLUGIN_IO, name, out);
+	rc = strata_registry_scan(reg, pick_best, &b);
+	if (rc < 0)
+		return rc;
+	if (!b.p) {
+		strata_error("no io plugin (strata-io-*.so) usable on this machine for %s on the "
+			     "plugin search path (see `strata plugins`; --plugin-dir adds a "
+			     "directory)", what);
+		return -ENOENT;
+	}
+	*out = (struct strata_plugin *)b.p; /* the registry's own: it hands out mutable ones */
+	return 0;
+}

@@ -73,6 +73,14 @@ typedef void (*strata_scan_fn)(void *user, const char *path, const struct strata
  */
 int strata_registry_scan(struct strata_registry *reg, strata_scan_fn fn, void *user);
 
+/*
+ * The io plugin called `name`, or with name NULL, "" or "auto" the one whose
+ * probe scores best on this machine.  `what` says what it is for, in the
+ * error when none is usable ("direct PLE reads").  0 or -errno (logged).
+ */
+int strata_registry_pick_io(struct strata_registry *reg, const char *name, const char *what,
+			    struct strata_plugin **out);
+
 const char *strata_plugin_kind_name(uint32_t kind);
 
 /* `strata plugins [-c FILE] [--plugin-dir DIR]`: list what the search path holds. */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -221,8 +222,16 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 
 	p.n_predict = j->n_predict;
 	p.cancel = job_cancelled;
+	strata_log_clear_error();
 	rc = strata_generate_ex(s->e, j->tokens, j->n_tokens, &p, on_token, j, &st);
 	cancelled = atomic_load(&j->cancel) != 0;
+	if (rc < 0 && !cancelled) {
+		pthread_mutex_lock(&j->lock);
+		snprintf(j->why, sizeof(j->why), "%s", strata_last_error());
+		pthread_mutex_unlock(&j->lock);
+		strata_info("serve: %s: failed (%s); the next request is served as usual", j->id,
+			    strerror(-rc));
+	}
 	if (rc >= 0 && !cancelled) {
 		if (st.finish == STRATA_FINISH_LENGTH || st.finish == STRATA_FINISH_CTX)
 			finish = "length";

@@ -73,7 +73,10 @@ static void job_failure(const struct strata_job *j, unsigned *status, char *msg,
 		snprintf(msg, n, "the server is shutting down");
 	} else {
 		*status = 500;
-		snprintf(msg, n, "generation failed: %s", strerror(-j->error));
+		if (j->why[0])
+			snprintf(msg, n, "generation failed: %s", j->why);
+		else
+			snprintf(msg, n, "generation failed: %s", strerror(-j->error));
 	}
 }
 
@@ -82,7 +85,7 @@ static void job_failure(const struct strata_job *j, unsigned *status, char *msg,
 static enum MHD_Result reply_whole(struct strata_server *s, struct MHD_Connection *conn,
 				   struct strata_job *j)
 {
-	char msg[160], *json = NULL;
+	char msg[640], *json = NULL;
 	unsigned status = 200;
 
 	if (!strata_job_wait(s, j, SIZE_MAX, conn_fd(conn))) {
@@ -128,7 +131,7 @@ static void add_event(struct strata_buf *out, char *json)
 static int stream_fill(struct stream *st)
 {
 	struct strata_job *j = st->j;
-	char *delta = NULL, msg[160];
+	char *delta = NULL, msg[640];
 	size_t n = 0;
 	int done, error;
 	unsigned status;

@@ -42,6 +42,7 @@ struct strata_job {
 	uint32_t n_gen;                /* tokens generated */
 	int done;
 	int error;                     /* negative errno when the engine failed */
+	char why[512];                 /* and its message (strata_last_error), "" when none */
 	const char *finish;            /* "stop" or "length" once done */
 	struct strata_textout out;     /* engine thread only */
 	double t_first;                /* engine thread only: ms of the first token, 0 = none */

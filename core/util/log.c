@@ -24,15 +24,34 @@ void strata_log_set_sink(strata_log_sink_fn fn, void *user)
 	g_sink_user = user;
 }
 
+static _Thread_local char t_last_error[512];
+
+const char *strata_log_last_error(void)
+{
+	return t_last_error;
+}
+
+void strata_log_clear_error(void)
+{
+	t_last_error[0] = '\0';
+}
+
 void strata_logv(int level, const char *fmt, va_list ap)
 {
 	static const char *const prefix[] = { "error: ", "warning: ", "", "debug: " };
 	char line[4096];
 
-	if (level > atomic_load(&g_level))
-		return;
 	if (level < 0 || level > STRATA_LOG_LVL_DEBUG)
 		level = STRATA_LOG_LVL_ERROR;
+	if (level == STRATA_LOG_LVL_ERROR) {
+		va_list aq;
+
+		va_copy(aq, ap);
+		vsnprintf(t_last_error, sizeof(t_last_error), fmt, aq);
+		va_end(aq);
+	}
+	if (level > atomic_load(&g_level))
+		return;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	if (g_sink) {
 		g_sink(g_sink_user, level, line);

@@ -30,6 +30,14 @@ int strata_log_get_level(void);
 typedef void (*strata_log_sink_fn)(void *user, int level, const char *line);
 void strata_log_set_sink(strata_log_sink_fn fn, void *user);
 
+/*
+ * The last error logged on the calling thread (whatever the level filter
+ * and sink), "" when none since strata_log_clear_error(): what a server
+ * tells the client whose request failed.  Valid until this thread logs again.
+ */
+const char *strata_log_last_error(void);
+void strata_log_clear_error(void);
+
 void strata_logv(int level, const char *fmt, va_list ap);
 void strata_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
