@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/config_int.h"
 #include "testutil.h"
 
 static char g_dir[4096];
@@ -562,6 +563,16 @@ START_TEST(help)
 	ck_assert_ptr_nonnull(strstr(g_out, "[prefill] chunk = SPEC, or STRATA_PREFILL_CHUNK"));
 	ck_assert_ptr_nonnull(strstr(g_out, "--dump-logits FILE"));
 	ck_assert_ptr_nonnull(strstr(g_out, "-c,  --config FILE"));
+	/* every key of the schema is listed: a section without a title would drop its keys */
+	for (size_t i = 0; i < strata_cfg_nkeys; i++) {
+		const struct strata_cfg_key *k = &strata_cfg_keys[i];
+		char line[160];
+
+		if (k->flags & STRATA_CFG_CLI_ONLY)
+			continue; /* a flag only: no INI key to show */
+		snprintf(line, sizeof(line), "[%s] %s = ", k->section, k->key);
+		ck_assert_msg(strstr(g_out, line), "--help does not list %s", line);
+	}
 	ck_assert_int_eq(args(&c, (const char *[]){ "-h", NULL }), 1);
 	strata_config_free(&c);
 }

@@ -218,6 +218,7 @@ static const char *const section_titles[][2] = {
 	{ "plugins", "plugins" },
 	{ "prompt", "prompt paths" },
 	{ "spec", "decode windows" },
+	{ "io", "streamed expert reads" },
 	{ "ple", "PLE n-gram table reads" },
 	{ "serve", "HTTP server" },
 };
