@@ -139,6 +139,21 @@ int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t 
  */
 const char *strata_last_error(void);
 
+/* Totals of the streamed experts ([model] experts = stream) since the engine was made. */
+struct strata_expert_stats {
+	uint64_t hits, misses;   /* experts asked for, found in the cache or read */
+	uint64_t reads, bytes;   /* reads that landed and their bytes */
+	uint64_t retries;        /* reads repeated after a failure or a short count */
+	uint64_t failures;       /* forward passes failed by a read */
+	uint32_t slots;          /* experts the cache holds */
+};
+
+/*
+ * Fill *st and return 0, or -ENOENT when the experts are mapped (or the
+ * model has none).  Call it from the thread that generates, between calls.
+ */
+int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expert_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

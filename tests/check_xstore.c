@@ -384,6 +384,29 @@ static char *completion_text(const struct resp *r)
 	return t;
 }
 
+/* /metrics counts the failed requests and the failed fetches behind them. */
+static void check_metrics(int port, int failed)
+{
+	struct strata_buf raw = { 0 };
+	struct resp r;
+	char want[128];
+	int fd = connect_port(port);
+
+	send_req(fd, "GET", "/metrics", NULL, NULL);
+	read_to_eof(fd, &raw);
+	close(fd);
+	ck_assert_int_eq(parse_resp(&raw, &r), 0);
+	strata_buf_free(&raw);
+	ck_assert_int_eq(r.status, 200);
+	snprintf(want, sizeof(want), "\nstrata_requests_failed_total %d\n", failed);
+	ck_assert_msg(strstr(r.body.p, want), "no '%s' in\n%s", want + 1, r.body.p);
+	snprintf(want, sizeof(want), "\nstrata_expert_fetch_failures_total %d\n", failed);
+	ck_assert_msg(strstr(r.body.p, want), "no '%s' in\n%s", want + 1, r.body.p);
+	ck_assert_ptr_nonnull(strstr(r.body.p, "\nstrata_expert_cache_slots 9\n"));
+	ck_assert_ptr_null(strstr(r.body.p, "\nstrata_expert_misses_total 0\n"));
+	resp_free(&r);
+}
+
 START_TEST(server_keeps_serving)
 {
 	static const char body[] = "{\"prompt\":\"Once upon a time, there was a big dog.\","
@@ -432,6 +455,7 @@ START_TEST(server_keeps_serving)
 		resp_free(&r);
 	}
 	tu_log_release();
+	check_metrics(strata_serve_port(srv), failed);
 	printf("server on a failing disk: 16 requests, %d answered 500 with the read's error, "
 	       "%d answered exactly after one\n", failed, served_after);
 	ck_assert_int_gt(failed, 0);

@@ -515,6 +515,20 @@ const char *strata_last_error(void)
 	return strata_log_last_error();
 }
 
+int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expert_stats *st)
+{
+	struct strata_xstore_stats x;
+
+	memset(st, 0, sizeof(*st));
+	if (!e->xs)
+		return -ENOENT;
+	strata_xstore_stats(e->xs, &x);
+	*st = (struct strata_expert_stats){ .hits = x.hits, .misses = x.misses, .reads = x.reads,
+					    .bytes = x.bytes, .retries = x.retries,
+					    .failures = x.failures, .slots = x.slots };
+	return 0;
+}
+
 /* ---- per-call parameters --------------------------------------------------- */
 
 void strata_engine_gen_defaults(const struct strata_engine *e, struct strata_gen_params *p)

@@ -34,6 +34,21 @@ void strata_metrics_status(struct strata_metrics *m, unsigned status)
 	pthread_mutex_unlock(&m->lock);
 }
 
+void strata_metrics_failed(struct strata_metrics *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->failed++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void strata_metrics_experts(struct strata_metrics *m, const struct strata_expert_stats *st)
+{
+	pthread_mutex_lock(&m->lock);
+	m->experts = 1;
+	m->xs = *st;
+	pthread_mutex_unlock(&m->lock);
+}
+
 void strata_metrics_generation(struct strata_metrics *m, uint32_t n_prompt, uint32_t n_gen,
 			       double prompt_ms, double gen_ms, uint32_t n_reused,
 			       double ttft_s, int cancelled)
@@ -98,6 +113,29 @@ static void render_ttft(const struct strata_metrics *m, struct strata_buf *out)
 	line(out, "strata_first_token_seconds_count %llu\n", (unsigned long long)m->ttft_n);
 }
 
+static void render_experts(const struct strata_metrics *m, struct strata_buf *out)
+{
+	static const char *const what[][2] = {
+		{ "hits", "Streamed experts found in the RAM cache." },
+		{ "misses", "Streamed experts read from the model file." },
+		{ "reads", "Expert reads that landed." },
+		{ "read_bytes", "Bytes of expert reads that landed." },
+		{ "read_retries", "Expert reads repeated after a failure or a short count." },
+		{ "fetch_failures", "Forward passes failed by an expert read." },
+	};
+	const uint64_t v[] = { m->xs.hits, m->xs.misses, m->xs.reads, m->xs.bytes,
+			       m->xs.retries, m->xs.failures };
+	char name[64];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(name, sizeof(name), "strata_expert_%s_total", what[i][0]);
+		family(out, name, "counter", what[i][1]);
+		line(out, "%s %llu\n", name, (unsigned long long)v[i]);
+	}
+	family(out, "strata_expert_cache_slots", "gauge", "Experts the RAM cache holds.");
+	line(out, "strata_expert_cache_slots %u\n", m->xs.slots);
+}
+
 void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 			   struct strata_buf *out)
 {
@@ -128,6 +166,11 @@ void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 	       "Generations stopped because the client disconnected.");
 	line(out, "strata_requests_cancelled_total %llu\n", (unsigned long long)m->cancelled);
 	pthread_mutex_unlock(&m->lock);
+	family(out, "strata_requests_failed_total", "counter",
+	       "Generations the engine failed (answered 500 with its error).");
+	line(out, "strata_requests_failed_total %llu\n", (unsigned long long)m->failed);
+	if (m->experts)
+		render_experts(m, out);
 	family(out, "strata_queue_waiting", "gauge", "Requests waiting for the engine.");
 	line(out, "strata_queue_waiting %u\n", queued);
 	family(out, "strata_busy", "gauge", "1 while a generation runs.");

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "serve/buf.h"
+#include "strata.h"
 
 #define STRATA_TTFT_BUCKETS 12
 
@@ -23,11 +24,19 @@ struct strata_metrics {
 	uint64_t ttft_count[STRATA_TTFT_BUCKETS + 1]; /* per bucket, the last is +Inf */
 	double ttft_sum;
 	uint64_t ttft_n;
+	uint64_t failed;              /* generations the engine failed (500) */
+	int experts;                  /* streamed experts: xs holds their totals */
+	struct strata_expert_stats xs;
 };
 
 /* Zero the counters and make the lock; 0 or a negative errno. */
 int strata_metrics_init(struct strata_metrics *m);
 void strata_metrics_destroy(struct strata_metrics *m);
+
+/* One generation the engine failed. */
+void strata_metrics_failed(struct strata_metrics *m);
+/* The streamed experts' totals now (shown from then on). */
+void strata_metrics_experts(struct strata_metrics *m, const struct strata_expert_stats *st);
 
 /* One response sent with HTTP status `status`. */
 void strata_metrics_status(struct strata_metrics *m, unsigned status);

@@ -217,6 +217,7 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 {
 	struct strata_gen_params p = j->req.gp;
 	struct strata_stats st = { 0 };
+	struct strata_expert_stats xst;
 	const char *finish = "stop";
 	int rc, cancelled;
 
@@ -225,7 +226,10 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 	strata_log_clear_error();
 	rc = strata_generate_ex(s->e, j->tokens, j->n_tokens, &p, on_token, j, &st);
 	cancelled = atomic_load(&j->cancel) != 0;
+	if (strata_engine_expert_stats(s->e, &xst) == 0)
+		strata_metrics_experts(&s->metrics, &xst);
 	if (rc < 0 && !cancelled) {
+		strata_metrics_failed(&s->metrics);
 		pthread_mutex_lock(&j->lock);
 		snprintf(j->why, sizeof(j->why), "%s", strata_last_error());
 		pthread_mutex_unlock(&j->lock);
