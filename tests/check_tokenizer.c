@@ -17,8 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char SEP[] = "\n__ggml_vocab_test__\n";
-
 static struct strata_tokenizer *load(const char *rel)
 {
 	const char *p = tu_shared(rel);
@@ -68,52 +66,24 @@ static void assert_round_trip(const struct strata_tokenizer *t, const int32_t *i
 /* Every .inp test through the library equals its .out line; detokenising round-trips. */
 static void check_vocab(const char *name)
 {
-	char gguf_rel[256], inp_rel[sizeof(gguf_rel) + 8], out_rel[sizeof(gguf_rel) + 8];
-	size_t ilen, olen;
-	char *inp, *out, *line;
+	char gguf_rel[256];
 	struct strata_tokenizer *t;
-	size_t pos = 0;
-	int n_tests = 0;
+	struct tu_vocab_tests v;
+	int n;
 
 	snprintf(gguf_rel, sizeof(gguf_rel), "vocab/ggml-vocab-%s.gguf", name);
-	snprintf(inp_rel, sizeof(inp_rel), "%s.inp", gguf_rel);
-	snprintf(out_rel, sizeof(out_rel), "%s.out", gguf_rel);
 	t = load(gguf_rel);
-	inp = tu_read_file(tu_shared(inp_rel), &ilen);
-	out = tu_read_file(tu_shared(out_rel), &olen);
-	ck_assert(inp && out);
-	line = out;
-	while (pos < ilen) {
-		char *m = strstr(inp + pos, SEP); /* the .inp holds no NUL bytes */
-		size_t tl = m ? (size_t)(m - inp) - pos : ilen - pos;
-		char *eol = strchr(line, '\n');
-		int32_t want[4096], *ids;
-		int wn = 0, n;
-		char *p = line, *e;
+	n = tu_vocab_tests_read(name, &v);
+	ck_assert_msg(n >= 40, "%s: %d tests", name, n);
+	for (int i = 0; i < n; i++) {
+		int32_t *ids;
+		int k = tok(t, v.v[i].text, v.v[i].len, 0, &ids);
 
-		ck_assert_msg(eol != NULL, "%s: .out has fewer lines than .inp has tests", name);
-		*eol = 0;
-		for (;;) {
-			long v = strtol(p, &e, 10);
-
-			if (e == p)
-				break;
-			ck_assert(wn < 4096);
-			want[wn++] = (int32_t)v;
-			p = e;
-		}
-		n = tok(t, inp + pos, tl, 0, &ids);
-		assert_ids(ids, n, want, wn, name);
-		assert_round_trip(t, ids, n, 0, inp + pos, tl);
+		assert_ids(ids, k, v.v[i].ids, v.v[i].n_ids, name);
+		assert_round_trip(t, ids, k, 0, v.v[i].text, v.v[i].len);
 		free(ids);
-		n_tests++;
-		line = eol + 1;
-		pos += tl + (m ? strlen(SEP) : 0);
 	}
-	ck_assert_msg(*line == 0, "%s: .out has more lines than .inp has tests", name);
-	ck_assert_int_ge(n_tests, 40);
-	free(inp);
-	free(out);
+	tu_vocab_tests_free(&v);
 	strata_tokenizer_free(t);
 }
 
