@@ -264,8 +264,12 @@ int strata_xstore_open(const struct strata_model *m, const char *path,
 	int rc;
 
 	*out = NULL;
-	if (!o->ops || !m->hp.n_expert || !n_moe_layers(m) || !o->depth)
+	if (!o->ops || !o->depth)
 		return -EINVAL;
+	if (!m->hp.n_expert || !n_moe_layers(m)) {
+		strata_error("%s has no MoE experts to stream", path);
+		return -EINVAL;
+	}
 	xs = calloc(1, sizeof(*xs));
 	if (!xs || !(xs->path = strdup(path))) {
 		free(xs);

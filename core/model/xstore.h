@@ -42,8 +42,9 @@ struct strata_xstore_stats {
 
 /*
  * Open m's model file at `path` through o->ops.  -EINVAL (logged) when the
- * cache cannot hold one layer's experts, the io plugin cannot open the file
- * or wants alignments over 4096 bytes; -ENOMEM.  Released with
+ * model has no MoE experts, the cache cannot hold one layer's experts, or
+ * the io plugin wants alignments over 4096 bytes; the plugin's -errno when
+ * it cannot open the file (logged); -ENOMEM.  Released with
  * strata_xstore_close(); m must outlive it.
  */
 int strata_xstore_open(const struct strata_model *m, const char *path,
