@@ -60,14 +60,7 @@ static void stop_server(void)
 static void http(const char *method, const char *path, const char *hdrs, const char *body,
 		 struct resp *r)
 {
-	struct strata_buf raw = { 0 };
-	int fd = connect_port(g_port);
-
-	send_req(fd, method, path, hdrs, body);
-	read_to_eof(fd, &raw);
-	close(fd);
-	ck_assert_msg(parse_resp(&raw, r) == 0, "malformed response:\n%s", raw.p ? raw.p : "");
-	strata_buf_free(&raw);
+	http_call(g_port, method, path, hdrs, body, r);
 }
 
 

@@ -363,14 +363,7 @@ END_TEST
 
 static void post(int port, const char *body, struct resp *r)
 {
-	struct strata_buf raw = { 0 };
-	int fd = connect_port(port);
-
-	send_req(fd, "POST", "/v1/completions", "Content-Type: application/json\r\n", body);
-	read_to_eof(fd, &raw);
-	close(fd);
-	ck_assert_msg(parse_resp(&raw, r) == 0, "malformed response:\n%s", raw.p ? raw.p : "");
-	strata_buf_free(&raw);
+	http_call(port, "POST", "/v1/completions", "Content-Type: application/json\r\n", body, r);
 }
 
 /* The text of a 200 completion, malloc'd. */
@@ -387,16 +380,10 @@ static char *completion_text(const struct resp *r)
 /* /metrics counts the failed requests and the failed fetches behind them. */
 static void check_metrics(int port, int failed)
 {
-	struct strata_buf raw = { 0 };
 	struct resp r;
 	char want[128];
-	int fd = connect_port(port);
 
-	send_req(fd, "GET", "/metrics", NULL, NULL);
-	read_to_eof(fd, &raw);
-	close(fd);
-	ck_assert_int_eq(parse_resp(&raw, &r), 0);
-	strata_buf_free(&raw);
+	http_call(port, "GET", "/metrics", NULL, NULL, &r);
 	ck_assert_int_eq(r.status, 200);
 	snprintf(want, sizeof(want), "\nstrata_requests_failed_total %d\n", failed);
 	ck_assert_msg(strstr(r.body.p, want), "no '%s' in\n%s", want + 1, r.body.p);

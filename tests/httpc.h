@@ -1,6 +1,6 @@
 /*
  * httpc.h - a small HTTP/1.1 client over plain sockets, and JSON lookups,
- * for the server tests (check_serve.c).  No curl: the requests are written
+ * for the server tests (check_serve.c, check_xstore.c).  No curl: the requests are written
  * by hand, so malformed and oversized ones can be sent too.
  */
 #ifndef STRATA_TEST_HTTPC_H
@@ -136,6 +136,20 @@ static inline int parse_resp(const struct strata_buf *raw, struct resp *r)
 		strata_buf_add(&r->body, p, n);
 		p += n + 2;
 	}
+}
+
+/* One request on a fresh connection to 127.0.0.1:port, the whole answer parsed into *r. */
+static inline void http_call(int port, const char *method, const char *path, const char *hdrs,
+			     const char *body, struct resp *r)
+{
+	struct strata_buf raw = { 0 };
+	int fd = connect_port(port);
+
+	send_req(fd, method, path, hdrs, body);
+	read_to_eof(fd, &raw);
+	close(fd);
+	ck_assert_msg(parse_resp(&raw, r) == 0, "malformed response:\n%s", raw.p ? raw.p : "");
+	strata_buf_free(&raw);
 }
 
 static inline void resp_free(struct resp *r)

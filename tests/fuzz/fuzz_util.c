@@ -7,6 +7,7 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 #include "util/log.h"
 
@@ -34,36 +35,19 @@ int fuzz_memfile(const uint8_t *data, size_t size, size_t extend, char *path, si
 	return fd;
 }
 
-/* 1 when s[0..n) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+/*
+ * 1 when s[0..n) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF),
+ * by utf8proc: an oracle apart from the core's own decoders.
+ */
 int fuzz_utf8_valid(const unsigned char *s, size_t n)
 {
-	size_t i = 0;
+	for (size_t i = 0; i < n;) {
+		utf8proc_int32_t c;
+		utf8proc_ssize_t k = utf8proc_iterate(s + i, (utf8proc_ssize_t)(n - i), &c);
 
-	while (i < n) {
-		unsigned c = s[i], len, cp, min;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC0 && c < 0xE0)
-			len = 2, cp = c & 0x1F, min = 0x80;
-		else if (c >= 0xE0 && c < 0xF0)
-			len = 3, cp = c & 0x0F, min = 0x800;
-		else if (c >= 0xF0 && c < 0xF8)
-			len = 4, cp = c & 0x07, min = 0x10000;
-		else
+		if (k <= 0)
 			return 0;
-		if (n - i < len)
-			return 0;
-		for (unsigned k = 1; k < len; k++) {
-			if ((s[i + k] & 0xC0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + k] & 0x3F);
-		}
-		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return 0;
-		i += len;
+		i += (size_t)k;
 	}
 	return 1;
 }
