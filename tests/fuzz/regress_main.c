@@ -9,17 +9,12 @@
  * be read or no input was found at all.
  */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 
 #include "fuzz.h"
 #include "testutil.h"
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static int run_file(const char *path)
 {
@@ -35,40 +30,26 @@ static int run_file(const char *path)
 	return 0;
 }
 
+static int not_hidden(const struct dirent *e)
+{
+	return e->d_name[0] != '.';
+}
+
 /* Every regular file in dir, in name order (so a failure is reproducible). */
 static int run_dir(const char *dir, int *n_run)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
+	struct dirent **names;
+	int n = scandir(dir, &names, not_hidden, alphasort), rc = 0;
 
-	if (!d) {
+	if (n < 0) {
 		fprintf(stderr, "regress: cannot open %s\n", dir);
 		return -1;
 	}
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			char **p = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(*p));
-
-			if (!p)
-				abort();
-			names = p;
-		}
-		if (!(names[n++] = strdup(e->d_name)))
-			abort();
-	}
-	closedir(d);
-	if (n)
-		qsort(names, n, sizeof(*names), by_name);
-	for (size_t i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		char path[4096];
 		struct stat st;
 
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
 		if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
 			if (run_file(path))
 				rc = -1;
