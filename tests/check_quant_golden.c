@@ -138,6 +138,9 @@ static void check_model_at(size_t mi, enum strata_simd level, uint32_t chunk)
 	for (size_t pi = 0; pi < 3; pi++) {
 		struct cmp c;
 
+		if (!tu_tsan_pick(mi + (size_t)level, 3, pi))
+			continue; /* TSan: one prompt per model and level (testutil.h) */
+
 		if (compare(g_models[mi].model, g_prompts[pi], chunk, &c) < 0)
 			continue;
 		compared++;

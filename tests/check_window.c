@@ -356,6 +356,8 @@ START_TEST(identity)
 		struct slog s;
 		struct run rb, rw;
 
+		if (!tu_tsan_pick((size_t)_i, 3, q))
+			continue; /* TSan: one prompt per model (testutil.h) */
 		snprintf(rel, sizeof(rel), "golden/%s.%s.slog", name, id_prompts[q]);
 		ck_assert_msg((p = tu_shared(rel)) && slog_read(p, &s) == 0, "cannot read %s", rel);
 		log_start();

@@ -397,6 +397,10 @@ static void check_quantised(const struct strata_gguf *f, const struct strata_ggu
 		for (int64_t r = 0; r < a->ne[1] * a->ne[2]; r++) {
 			const float *x = (const float *)a->data + r * a->ne[0];
 
+			/* This loop runs on one thread: TSan checks 1 row in 8 of it. */
+			if (!tu_tsan_pick((size_t)r, 8, 0))
+				continue;
+
 			if (type == STRATA_TYPE_F16 && matrix)
 				for (int64_t k = 0; k < a->ne[0]; k++)
 					((uint16_t *)row)[k] = strata_f32_to_fp16(x[k]);
@@ -436,6 +440,10 @@ START_TEST(test_model_types)
 			       strata_type_name(t));
 			continue;
 		}
+		/* TSan: each type on one architecture (the writer's threads and the
+		 * forward pass's are the same for every type) */
+		if (!tu_tsan_pick(k, 4, (size_t)_i))
+			continue;
 		snprintf(path, sizeof(path), "%s/%s.gguf", g_dir, strata_type_name(t));
 		snprintf(args, sizeof(args), "%s --type %s", extra, strata_type_name(t));
 		write_model(path, arch, args);
@@ -450,7 +458,7 @@ START_TEST(test_model_types)
 		tested++;
 	}
 	strata_gguf_close(f);
-	ck_assert_int_ge(tested, 3); /* F16, BF16 and Q8_0 at least */
+	ck_assert_int_ge(tested, tu_tsan() ? 1 : 3); /* F16, BF16 and Q8_0 at least */
 	remove_dir();
 }
 END_TEST

@@ -123,6 +123,26 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return remove(path);
 }
 
+int tu_tsan(void)
+{
+#if defined(__SANITIZE_THREAD__)
+	return 1;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+	return 1;
+#else
+	return 0;
+#endif
+#else
+	return 0;
+#endif
+}
+
+int tu_tsan_pick(size_t i, size_t n, size_t j)
+{
+	return !tu_tsan() || j == i % n;
+}
+
 int tu_rmtree(const char *dir)
 {
 	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;

@@ -25,6 +25,17 @@ const char *tu_shared_or_skip(const char *rel);
  */
 int tu_run(const char *cmd, char *out, size_t cap);
 
+/*
+ * 1 in a ThreadSanitizer build.  TSan makes every memory access 5-50x
+ * dearer, so the suites it runs take each threaded code path once there
+ * (every model, prompt, type and SIMD level still runs, but not every
+ * combination of them); the normal and ASan stages run every combination.
+ * tu_tsan_pick(i, n, j) says whether combination (i, j) of a sweep over
+ * i and j < n runs: always outside TSan, else j == i % n.
+ */
+int tu_tsan(void);
+int tu_tsan_pick(size_t i, size_t n, size_t j);
+
 /* Read a whole file; malloc'd, *len set; NULL on failure. */
 void *tu_read_file(const char *path, size_t *len);
 /* Write bytes to a file; 0 or -1. */

@@ -29,14 +29,17 @@ jobs="$(nproc)"
 fuzz_seconds="${STRATA_FUZZ_SECONDS:-60}"
 root="$PWD"
 declare -a timings=()
+slowest_line=""
 
 # stage NAME CMD...: run and record its wall time.
 stage() {
   local name="$1" t0=$SECONDS rc=0
   shift
   echo "== test.sh: $name"
+  slowest_line=""
   "$@" || rc=$?
   timings+=("$(printf '%-22s %4ds%s' "$name" $((SECONDS - t0)) "$([ $rc -eq 0 ] || echo '  FAILED')")")
+  [ -z "$slowest_line" ] || timings+=("  slowest test: $slowest_line")
   return $rc
 }
 
@@ -44,6 +47,44 @@ summary() {
   local t
   echo "== test.sh: wall time per stage"
   for t in "${timings[@]}"; do echo "   $t"; done
+}
+
+# run_ctest NAME DIR ARGS...: ctest in DIR (with the environment in
+# ctest_env), then one line naming its slowest test and how much of that
+# test's timeout it used (README's CI timings).
+ctest_env=()
+run_ctest() {
+  local name="$1" dir="$2" log rc=0
+  shift 2
+  log="$dir/ctest-$name.log"
+  env "${ctest_env[@]}" ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" 2>&1 |
+    tee "$log" || rc=$?
+  slowest_line="$(slowest "$dir" "$log")"
+  return $rc
+}
+
+# slowest DIR LOG: "NAME Xs of its Ys timeout (Z%)" for the slowest test in LOG.
+slowest() {
+  local dir="$1" log="$2"
+  ctest --test-dir "$dir" --show-only=json-v1 | tr -d ' \n' |
+    awk -v logf="$log" 'BEGIN { RS = "\"backtrace\"" }
+      match($0, /"name":"[^"]*","properties"/) {
+        name = substr($0, RSTART + 8, RLENGTH - 22)
+        to = 1500
+        if (match($0, /"TIMEOUT","value":[0-9.]+/)) to = substr($0, RSTART + 18, RLENGTH - 18) + 0
+        timeout[name] = to
+      }
+      END {
+        while ((getline line < logf) > 0)
+          if (match(line, /Test +#[0-9]+: [^ ]+ [.]* *Passed +[0-9.]+ sec/)) {
+            nf = split(substr(line, RSTART, RLENGTH), f, " ")
+            for (i = 1; i <= nf; i++) if (f[i] == "Passed") t = f[i + 1] + 0
+            n = f[3]
+            if (t > worst) { worst = t; wname = n }
+          }
+        if (wname != "")
+          printf "%s %.0fs of its %.0fs timeout (%.0f%%)\n", wname, worst, timeout[wname], 100 * worst / timeout[wname]
+      }'
 }
 trap summary EXIT
 
@@ -59,7 +100,7 @@ deps_args=()
 case " $stages " in *" fuzz "*) deps_args=(--fuzz) ;; esac
 stage deps tools/deps.sh "${deps_args[@]}"
 stage build tools/build.sh
-stage ctest ctest --test-dir build --output-on-failure -j"$jobs" "${ctest_args[@]}"
+stage ctest run_ctest ctest build "${ctest_args[@]}"
 
 # ---- AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite ---------------
 # exitcode=99 so a finding in a subprocess never looks like strata's own exit 1.
@@ -72,7 +113,7 @@ asan_env=(
 )
 run_asan() {
   configure_build build-asan -DSTRATA_SANITIZE=address,undefined &&
-    env "${asan_env[@]}" ctest --test-dir build-asan --output-on-failure -j"$jobs"
+    { ctest_env=("${asan_env[@]}"); run_ctest asan build-asan; }
 }
 
 # ---- ThreadSanitizer: every suite that runs threads (a pool, readers, a server) ---
@@ -83,8 +124,7 @@ tsan_env=(
 )
 run_tsan() {
   configure_build build-tsan -DSTRATA_SANITIZE=thread &&
-    env "${tsan_env[@]}" ctest --test-dir build-tsan --output-on-failure -j"$jobs" \
-      -R "$tsan_tests"
+    { ctest_env=("${tsan_env[@]}"); run_ctest tsan build-tsan -R "$tsan_tests"; }
 }
 
 # ---- libFuzzer: each target for a bounded time -------------------------------------
