@@ -154,6 +154,14 @@ struct strata_expert_stats {
  */
 int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expert_stats *st);
 
+/*
+ * One line naming the backends the engine runs on, what each holds and the
+ * bytes that crossed a device's link so far ("backends: cpu (avx512): 16 of
+ * 16 layers, ..."), into buf (NUL-terminated).  Returns its length.  Call
+ * it from the thread that generates, between calls.
+ */
+size_t strata_engine_backends(const struct strata_engine *e, char *buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -111,7 +111,7 @@ static const struct {
 	int err;
 	const char *reason;
 } refusals[] = {
-	{ "newer", -EPROTO, "ABI 1.9, newer than this core's 1.1" },
+	{ "newer", -EPROTO, "ABI 1.9, newer than this core's 1.2" },
 	{ "null_open", -EBADMSG, "required method open NULL" },
 	{ "null_close", -EBADMSG, "required method close NULL" },
 	{ "null_caps", -EBADMSG, "required method caps NULL" },
@@ -197,7 +197,7 @@ START_TEST(scan_and_command)
 	ck_assert_int_eq(tu_run(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "io    abi-guard "), "%s", out);
 	ck_assert_msg(strstr(out, "path  abi-guardpath "), "%s", out);
-	ck_assert_msg(strstr(out, "strata-abi-newer.so: ABI 1.9, newer than this core's 1.1"),
+	ck_assert_msg(strstr(out, "strata-abi-newer.so: ABI 1.9, newer than this core's 1.2"),
 		      "%s", out);
 	ck_assert_msg(strstr(out, "strata-abi-null_reap.so: required method reap NULL"), "%s", out);
 }
@@ -397,10 +397,10 @@ START_TEST(host_load_plugin)
 	const struct strata_host *h = (void *)1;
 
 	ck_assert_int_eq(strata_registry_load(reg, STRATA_PLUGIN_PATH, "abi-guardpath", &p), 0);
-	ck_assert_uint_eq(p->host.version, 2);
+	ck_assert_uint_eq(p->host.version, 3);
 	ck_assert_int_eq(p->host.load_plugin(&p->host, STRATA_PLUGIN_IO, "abi-guard", &d, &h), 0);
 	ck_assert_str_eq(d->name, "abi-guard");
-	ck_assert_uint_eq(h->version, 2);
+	ck_assert_uint_eq(h->version, 3);
 	/* The same record the core gets. */
 	ck_assert_int_eq(strata_registry_load(reg, STRATA_PLUGIN_IO, "abi-guard", &q), 0);
 	ck_assert_ptr_eq(q->desc, d);
@@ -419,7 +419,7 @@ START_TEST(host_load_plugin)
 	log_reset();
 	ck_assert_int_eq(p->host.load_plugin(&p->host, STRATA_PLUGIN_IO, "abi-newer", &d, &h),
 			 -EPROTO);
-	ck_log_has("strata-abi-newer.so: ABI 1.9, newer than this core's 1.1");
+	ck_log_has("strata-abi-newer.so: ABI 1.9, newer than this core's 1.2");
 	log_reset();
 	ck_assert_int_eq(p->host.load_plugin(&p->host, STRATA_PLUGIN_PATH, "abi-guard", &d, &h),
 			 -ENOTSUP);

@@ -42,13 +42,13 @@ static double max_diff(const char *model, const char *prompt, uint32_t chunk, in
 	ck_assert_int_eq(strata_model_load(tu_shared_or_skip(rel), &m), 0);
 	ck_assert_uint_eq(m->hp.n_vocab, g.n_vocab);
 	n = g.n_prompt + g.n_gen;
-	ck_assert_int_eq(strata_seq_create(m, 0, chunk, &s), 0);
 	ck_assert_int_eq(strata_pool_create(threads, &pool), 0);
+	s = tu_seq(m, pool, 0, chunk);
 	out = malloc((size_t)n * g.n_vocab * sizeof(float));
 	for (uint32_t i = 0; i < n; i += chunk) {
 		uint32_t k = n - i < chunk ? n - i : chunk;
 
-		ck_assert_int_eq(strata_forward(s, pool, g.tokens + i, k,
+		ck_assert_int_eq(strata_forward(s, g.tokens + i, k,
 						out + (size_t)i * g.n_vocab, 1), 0);
 	}
 	ck_assert_uint_eq(strata_seq_pos(s), n);
@@ -59,8 +59,8 @@ static double max_diff(const char *model, const char *prompt, uint32_t chunk, in
 			worst = isnan(d) ? INFINITY : d;
 	}
 	free(out);
+	tu_seq_free(s);
 	strata_pool_free(pool);
-	strata_seq_free(s);
 	strata_model_free(m);
 	slog_free(&g);
 	return worst;
@@ -106,22 +106,22 @@ START_TEST(context_overflow)
 	float *logits;
 
 	ck_assert_int_eq(strata_model_load(tu_shared_or_skip("models/stories260K.gguf"), &m), 0);
-	ck_assert_int_eq(strata_seq_create(m, 6, 8, &s), 0);
 	ck_assert_int_eq(strata_pool_create(1, &pool), 0);
+	s = tu_seq(m, pool, 6, 8);
 	logits = malloc(m->hp.n_vocab * sizeof(float));
 	ck_assert_uint_eq(strata_seq_max_batch(s), 6);
-	ck_assert_int_eq(strata_forward(s, pool, toks, 4, logits, 0), 0);
-	ck_assert_int_eq(strata_forward(s, pool, toks, 3, logits, 0), -ENOSPC);
+	ck_assert_int_eq(strata_forward(s, toks, 4, logits, 0), 0);
+	ck_assert_int_eq(strata_forward(s, toks, 3, logits, 0), -ENOSPC);
 	ck_assert_uint_eq(strata_seq_pos(s), 4); /* unchanged by the refusal */
 	toks[0] = 512;
-	ck_assert_int_eq(strata_forward(s, pool, toks, 1, logits, 0), -EINVAL);
+	ck_assert_int_eq(strata_forward(s, toks, 1, logits, 0), -EINVAL);
 	toks[0] = -1;
-	ck_assert_int_eq(strata_forward(s, pool, toks, 1, logits, 0), -EINVAL);
+	ck_assert_int_eq(strata_forward(s, toks, 1, logits, 0), -EINVAL);
 	ck_assert_int_eq(strata_seq_truncate(s, 2), 0);
 	ck_assert_int_eq(strata_seq_truncate(s, 3), -EINVAL);
 	free(logits);
+	tu_seq_free(s);
 	strata_pool_free(pool);
-	strata_seq_free(s);
 	strata_model_free(m);
 }
 END_TEST
@@ -136,20 +136,20 @@ START_TEST(truncate_replays)
 	float *l1, *l2;
 
 	ck_assert_int_eq(strata_model_load(tu_shared_or_skip("models/stories260K.gguf"), &m), 0);
-	ck_assert_int_eq(strata_seq_create(m, 64, 8, &s), 0);
 	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	s = tu_seq(m, pool, 64, 8);
 	l1 = malloc(m->hp.n_vocab * sizeof(float));
 	l2 = malloc(m->hp.n_vocab * sizeof(float));
-	ck_assert_int_eq(strata_forward(s, pool, a, 5, l1, 0), 0);
-	ck_assert_int_eq(strata_forward(s, pool, b, 2, l1, 0), 0);
+	ck_assert_int_eq(strata_forward(s, a, 5, l1, 0), 0);
+	ck_assert_int_eq(strata_forward(s, b, 2, l1, 0), 0);
 	ck_assert_int_eq(strata_seq_truncate(s, 5), 0);
-	ck_assert_int_eq(strata_forward(s, pool, b, 2, l2, 0), 0);
+	ck_assert_int_eq(strata_forward(s, b, 2, l2, 0), 0);
 	for (uint32_t i = 0; i < m->hp.n_vocab; i++)
 		ck_assert_float_eq(l1[i], l2[i]);
 	free(l1);
 	free(l2);
+	tu_seq_free(s);
 	strata_pool_free(pool);
-	strata_seq_free(s);
 	strata_model_free(m);
 }
 END_TEST

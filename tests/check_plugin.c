@@ -152,7 +152,7 @@ static const struct refusal_case {
 	const char *reason;
 } refusals[] = {
 	{ "abi", -EPROTO, "ABI major 2, core expects 1" },
-	{ "newer", -EPROTO, "ABI 1.9, newer than this core's 1.1" },
+	{ "newer", -EPROTO, "ABI 1.9, newer than this core's 1.2" },
 	{ "noentry", -ENOSYS, "no entry symbol strata_plugin_entry (not a strata plugin)" },
 	{ "nullentry", -ENODATA, "entry strata_plugin_entry returned NULL" },
 	{ "io", -ENOTSUP, "kind path expected, got io" },
@@ -298,7 +298,7 @@ START_TEST(test_good_plugin)
 	ck_assert_str_eq(p->desc->name, "test-good");
 	ck_assert_str_eq(p->path, path);
 	ck_assert_int_eq(p->score, 3);
-	ck_assert_uint_eq(p->host.version, 2);
+	ck_assert_uint_eq(p->host.version, 3);
 	ck_assert_ptr_nonnull(p->host.core);
 	/* Loaded once: by name or by file, the same record comes back. */
 	ck_assert_int_eq(strata_registry_load(reg, STRATA_PLUGIN_PATH, "test-good", &q), 0);

@@ -100,13 +100,13 @@ static int compare(const char *model, const char *prompt, uint32_t chunk,
 	ck_assert_int_eq(strata_model_load(mp, &m), 0);
 	ck_assert_uint_eq(m->hp.n_vocab, g.n_vocab);
 	n = g.n_prompt + g.n_gen;
-	ck_assert_int_eq(strata_seq_create(m, 0, chunk, &s), 0);
 	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	s = tu_seq(m, pool, 0, chunk);
 	out = malloc((size_t)n * g.n_vocab * sizeof(float));
 	for (uint32_t i = 0; i < n; i += chunk) {
 		uint32_t k = n - i < chunk ? n - i : chunk;
 
-		ck_assert_int_eq(strata_forward(s, pool, g.tokens + i, k,
+		ck_assert_int_eq(strata_forward(s, g.tokens + i, k,
 						out + (size_t)i * g.n_vocab, 1), 0);
 	}
 	c->mean_kl = 0;
@@ -124,8 +124,8 @@ static int compare(const char *model, const char *prompt, uint32_t chunk,
 		}
 	}
 	free(out);
+	tu_seq_free(s);
 	strata_pool_free(pool);
-	strata_seq_free(s);
 	strata_model_free(m);
 	slog_free(&g);
 	return 0;

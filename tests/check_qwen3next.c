@@ -14,7 +14,7 @@
 #include "cpu/kernels.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_write.h"
-#include "model/deltanet.h"
+#include "backend/deltanet.h"
 #include "model/model.h"
 #include "slog.h"
 #include "testutil.h"
@@ -32,14 +32,14 @@ struct rig {
 static void rig_open(struct rig *r, const char *rel, uint32_t max_batch, int threads)
 {
 	ck_assert_int_eq(strata_model_load(tu_shared_or_skip(rel), &r->m), 0);
-	ck_assert_int_eq(strata_seq_create(r->m, 0, max_batch, &r->s), 0);
 	ck_assert_int_eq(strata_pool_create(threads, &r->pool), 0);
+	r->s = tu_seq(r->m, r->pool, 0, max_batch);
 }
 
 static void rig_close(struct rig *r)
 {
+	tu_seq_free(r->s);
 	strata_pool_free(r->pool);
-	strata_seq_free(r->s);
 	strata_model_free(r->m);
 }
 
@@ -49,7 +49,7 @@ static void feed(struct rig *r, const int32_t *tok, uint32_t n, uint32_t chunk, 
 	for (uint32_t i = 0; i < n; i += chunk) {
 		uint32_t k = n - i < chunk ? n - i : chunk;
 
-		ck_assert_int_eq(strata_forward(r->s, r->pool, tok + i, k,
+		ck_assert_int_eq(strata_forward(r->s, tok + i, k,
 						out + (size_t)i * r->m->hp.n_vocab, 1), 0);
 	}
 }
@@ -334,11 +334,11 @@ START_TEST(stale_rules)
 	ck_assert_int_eq(strata_seq_snapshot_create(r.s, &s20), 0);
 	ck_assert_int_eq(strata_seq_snapshot_create(r2.s, &other), 0);
 	ck_assert_int_eq(strata_seq_save(r.s, s0), 0);
-	ck_assert_int_eq(strata_forward(r.s, r.pool, tok, 10, l, 0), 0);
+	ck_assert_int_eq(strata_forward(r.s, tok, 10, l, 0), 0);
 	ck_assert_int_eq(strata_seq_save(r.s, s10), 0);
 	ck_assert_int_eq(strata_seq_save(r2.s, s10), -EINVAL); /* bound to r.s */
 	ck_assert_int_eq(strata_seq_restore(r2.s, s10), -EINVAL);
-	ck_assert_int_eq(strata_forward(r.s, r.pool, tok + 10, 10, l, 0), 0);
+	ck_assert_int_eq(strata_forward(r.s, tok + 10, 10, l, 0), 0);
 	ck_assert_int_eq(strata_seq_save(r.s, s20), 0);
 	/* restoring 10 then 20 is fine: nothing was written in between */
 	ck_assert_int_eq(strata_seq_restore(r.s, s10), 0);
@@ -346,17 +346,17 @@ START_TEST(stale_rules)
 	ck_assert_uint_eq(strata_seq_pos(r.s), 20);
 	/* writing at 10 breaks the snapshot at 20, not the one at 10 */
 	ck_assert_int_eq(strata_seq_restore(r.s, s10), 0);
-	ck_assert_int_eq(strata_forward(r.s, r.pool, tok + 10, 3, l, 0), 0);
+	ck_assert_int_eq(strata_forward(r.s, tok + 10, 3, l, 0), 0);
 	ck_assert_int_eq(strata_seq_restore(r.s, s20), -ESTALE);
 	ck_assert_uint_eq(strata_seq_pos(r.s), 13);
 	ck_assert_int_eq(strata_seq_restore(r.s, s10), 0);
 	/* saving again refreshes it */
-	ck_assert_int_eq(strata_forward(r.s, r.pool, tok + 10, 10, l, 0), 0);
+	ck_assert_int_eq(strata_forward(r.s, tok + 10, 10, l, 0), 0);
 	ck_assert_int_eq(strata_seq_save(r.s, s20), 0);
 	ck_assert_uint_eq(strata_seq_snapshot_pos(s20), 20);
 	/* a snapshot at 0 survives everything */
 	ck_assert_int_eq(strata_seq_truncate(r.s, 0), 0);
-	ck_assert_int_eq(strata_forward(r.s, r.pool, tok, 5, l, 0), 0);
+	ck_assert_int_eq(strata_forward(r.s, tok, 5, l, 0), 0);
 	ck_assert_int_eq(strata_seq_restore(r.s, s0), 0);
 	ck_assert_uint_eq(strata_seq_pos(r.s), 0);
 	/* snapshots outlive their sequence, unbound */
@@ -576,8 +576,8 @@ START_TEST(legacy_ssm_in_layout)
 	rig_close(&r);
 	ck_assert_int_eq(strata_model_load(path, &r.m), 0);
 	ck_assert_int_eq(r.m->layers[0].dn.fused, 1);
-	ck_assert_int_eq(strata_seq_create(r.m, 0, 32, &r.s), 0);
 	ck_assert_int_eq(strata_pool_create(2, &r.pool), 0);
+	r.s = tu_seq(r.m, r.pool, 0, 32);
 	feed(&r, g.tokens, n, 32, b);
 	rig_close(&r);
 	d = max_abs_diff(a, b, (size_t)n * g.n_vocab);

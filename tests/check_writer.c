@@ -242,16 +242,16 @@ static void run_model(const char *path)
 
 	ck_assert_msg(rc == 0, "load %s: %d", path, rc);
 	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
-	ck_assert_int_eq(strata_seq_create(m, 64, 8, &s), 0);
+	s = tu_seq(m, pool, 64, 8);
 	logits = malloc(5 * sizeof(float) * m->hp.n_vocab);
-	ck_assert_int_eq(strata_forward(s, pool, toks, 5, logits, 1), 0);
-	ck_assert_int_eq(strata_forward(s, pool, toks + 2, 1, logits, 0), 0);
-	ck_assert_int_eq(strata_forward(s, pool, toks, 5, logits, 1), 0);
+	ck_assert_int_eq(strata_forward(s, toks, 5, logits, 1), 0);
+	ck_assert_int_eq(strata_forward(s, toks + 2, 1, logits, 0), 0);
+	ck_assert_int_eq(strata_forward(s, toks, 5, logits, 1), 0);
 	for (size_t i = 0; i < 5 * (size_t)m->hp.n_vocab; i++)
 		ck_assert_msg(isfinite(logits[i]), "%s: logit %zu is %g", path, i, logits[i]);
 	ck_assert_uint_eq(strata_seq_pos(s), 11);
 	free(logits);
-	strata_seq_free(s);
+	tu_seq_free(s);
 	strata_pool_free(pool);
 	strata_model_free(m);
 }

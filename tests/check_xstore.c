@@ -86,20 +86,20 @@ static void compare_run(struct strata_model *m, struct strata_xstore *xs, struct
 	ck_assert_ptr_nonnull(la);
 	ck_assert_ptr_nonnull(lb);
 	tokens(t, n, nv);
-	ck_assert_int_eq(strata_seq_create(m, 64, 16, &a), 0);
-	ck_assert_int_eq(strata_seq_create(m, 64, 16, &b), 0);
-	strata_seq_set_xstore(b, xs);
+	a = tu_seq(m, pool, 64, 16);
+	b = tu_seq(m, pool, 64, 16);
+	strata_ctx_set_xstore(strata_seq_ctx(b), xs);
 	for (uint32_t at = 0; at < n;) {
 		uint32_t k = at < 27 ? 9 : 1;
 
-		ck_assert_int_eq(strata_forward(a, pool, t + at, k, la, 1), 0);
-		ck_assert_int_eq(strata_forward(b, pool, t + at, k, lb, 1), 0);
+		ck_assert_int_eq(strata_forward(a, t + at, k, la, 1), 0);
+		ck_assert_int_eq(strata_forward(b, t + at, k, lb, 1), 0);
 		ck_assert_msg(memcmp(la, lb, (size_t)k * nv * sizeof(float)) == 0,
 			      "%s: logits differ at positions %u..%u", what, at, at + k - 1);
 		at += k;
 	}
-	strata_seq_free(a);
-	strata_seq_free(b);
+	tu_seq_free(a);
+	tu_seq_free(b);
 	free(la);
 	free(lb);
 }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/model.h"
 #include "util/log.h"
 
 const char *tu_shared(const char *rel)
@@ -121,6 +122,32 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	(void)flag;
 	(void)ftw;
 	return remove(path);
+}
+
+struct strata_seq *tu_seq(const struct strata_model *m, struct strata_pool *pool,
+			  uint32_t n_ctx, uint32_t max_batch)
+{
+	struct strata_ctx_opts o = { .pool = pool, .max_batch = max_batch };
+	struct strata_ctx *c;
+	struct strata_seq *s;
+
+	if (strata_ctx_create(m, &o, &c)) {
+		fprintf(stderr, "tu_seq: cannot make a context\n");
+		abort();
+	}
+	if (strata_seq_create(c, n_ctx, &s)) {
+		fprintf(stderr, "tu_seq: cannot make a sequence\n");
+		abort();
+	}
+	return s;
+}
+
+void tu_seq_free(struct strata_seq *s)
+{
+	struct strata_ctx *c = s ? strata_seq_ctx(s) : NULL;
+
+	strata_seq_free(s);
+	strata_ctx_free(c);
 }
 
 int tu_tsan(void)

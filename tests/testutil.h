@@ -36,6 +36,18 @@ int tu_run(const char *cmd, char *out, size_t cap);
 int tu_tsan(void);
 int tu_tsan_pick(size_t i, size_t n, size_t j);
 
+/*
+ * A CPU-only context for m on pool (may be NULL) taking batches of up to
+ * max_batch tokens, and a sequence of n_ctx positions on it (0: the model's
+ * default); aborts the test on failure.  tu_seq_free() frees both.
+ */
+struct strata_model;
+struct strata_pool;
+struct strata_seq;
+struct strata_seq *tu_seq(const struct strata_model *m, struct strata_pool *pool,
+			  uint32_t n_ctx, uint32_t max_batch);
+void tu_seq_free(struct strata_seq *s);
+
 /* Read a whole file; malloc'd, *len set; NULL on failure. */
 void *tu_read_file(const char *path, size_t *len);
 /* Write bytes to a file; 0 or -1. */

@@ -43,6 +43,7 @@ struct bench {
 	struct strata_registry *reg;
 	struct strata_xstore *xs;
 	struct strata_model *m;
+	struct strata_ctx *ctx;
 	struct strata_seq *seq;
 	struct strata_pool *pool;
 	int32_t *tokens;
@@ -58,12 +59,12 @@ static int run_once(struct bench *b, uint32_t n_pp, uint32_t n_tg, double *secs)
 	strata_seq_truncate(b->seq, 0);
 	t0 = now_s();
 	if (n_pp) {
-		rc = strata_forward(b->seq, b->pool, b->tokens, n_pp, b->logits, 0);
+		rc = strata_forward(b->seq, b->tokens, n_pp, b->logits, 0);
 		if (rc)
 			return rc;
 	}
 	for (uint32_t i = 0; i < n_tg; i++) {
-		rc = strata_forward(b->seq, b->pool, b->tokens + i, 1, b->logits, 0);
+		rc = strata_forward(b->seq, b->tokens + i, 1, b->logits, 0);
 		if (rc)
 			return rc;
 	}
@@ -132,7 +133,7 @@ static int open_store(struct bench *b, const char *model, const char *io, uint64
 	o.io_name = p->desc->name;
 	if ((rc = strata_xstore_open(b->m, model, &o, &b->xs)))
 		return rc;
-	strata_seq_set_xstore(b->seq, b->xs);
+	strata_ctx_set_xstore(b->ctx, b->xs);
 	return 0;
 }
 
@@ -179,7 +180,9 @@ int main(int argc, char **argv)
 	{
 		uint32_t ctx = (uint32_t)(n_pp > n_tg ? n_pp : n_tg);
 
-		if (strata_seq_create(b.m, ctx ? ctx : 1, ctx ? ctx : 1, &b.seq))
+		struct strata_ctx_opts o = { .pool = b.pool, .max_batch = ctx ? ctx : 1 };
+
+		if (strata_ctx_create(b.m, &o, &b.ctx) || strata_seq_create(b.ctx, ctx ? ctx : 1, &b.seq))
 			return 1;
 		b.tokens = malloc((ctx + 1) * sizeof(int32_t));
 		b.logits = malloc(b.m->hp.n_vocab * sizeof(float));
@@ -216,6 +219,7 @@ int main(int argc, char **argv)
 	free(b.tokens);
 	free(b.logits);
 	strata_seq_free(b.seq);
+	strata_ctx_free(b.ctx);
 	strata_xstore_close(b.xs);
 	strata_registry_free(b.reg);
 	strata_config_free(&b.cfg);

@@ -63,6 +63,7 @@ static int run(int argc, char **argv)
 	struct strata_stats st = { 0 };
 	struct run_state rs = { 0 };
 	int32_t *prompt = NULL;
+	char line[1024];
 	int rc, n;
 
 	rc = strata_engine_create_args(argc, argv, &e);
@@ -111,6 +112,8 @@ static int run(int argc, char **argv)
 			"%.2f ms (%.1f tok/s)\n", st.n_prompt, st.prompt_ms,
 			st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen,
 			st.gen_ms, st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
+		strata_engine_backends(e, line, sizeof(line));
+		fprintf(stderr, "%s\n", line);
 	}
 	free(prompt);
 	free(rs.tokens);

@@ -219,6 +219,7 @@ static const char *const section_titles[][2] = {
 	{ "prompt", "prompt paths" },
 	{ "spec", "decode windows" },
 	{ "io", "streamed expert reads" },
+	{ "gpu", "compute device" },
 	{ "ple", "PLE n-gram table reads" },
 	{ "serve", "HTTP server" },
 };

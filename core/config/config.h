@@ -67,6 +67,10 @@ struct strata_config {
 	uint32_t io_timeout_ms; /* timeout_ms = N (--io-timeout): no read landing for this long fails the request */
 	int io_direct;          /* direct = BOOL (--io-direct/--no-io-direct): bypass the page cache */
 
+	/* [gpu]: the compute device (include/strata/backend.h) */
+	char *gpu_plugin;       /* plugin = NAME|auto|none (--gpu) */
+	char *gpu_budget;       /* budget_mib = N|auto (--gpu-budget): device MiB strata may use */
+
 	/* [ple]: the PLE n-gram table reader (core/ple/ple.h) */
 	uint32_t ple_readers;   /* readers = N (--ple-readers); 0 = the single-thread path */
 	uint32_t ple_depth;     /* depth = N (--ple-depth): reads in flight per reader */

@@ -87,6 +87,11 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("io", "direct", BOOL, io_direct, 0, 0, 0, "true", NULL, "--io-direct", NULL,
 	  "--no-io-direct", "stream experts with direct I/O (bypassing the page cache)"),
 
+	K("gpu", "plugin", STR, gpu_plugin, 0, 0, 0, "auto", NULL, "--gpu", "NAME|auto|none",
+	  NULL, "compute device plugin; auto = the best one usable here, else the CPU; none = CPU"),
+	K("gpu", "budget_mib", STR, gpu_budget, 0, 0, 0, "auto", NULL, "--gpu-budget", "MiB|auto",
+	  NULL, "device memory strata may use; auto = what the device reports free"),
+
 	K("ple", "readers", UINT32, ple_readers, 0, 1024, 0, "8", NULL, "--ple-readers", "N",
 	  NULL, "PLE reader threads for batched chunks; 0 = the single-thread path"),
 	K("ple", "depth", UINT32, ple_depth, 1, 4096, 0, "32", NULL, "--ple-depth", "N",
@@ -127,7 +132,7 @@ const size_t strata_cfg_nkeys = sizeof(strata_cfg_keys) / sizeof(strata_cfg_keys
 
 /* The core's sections. */
 static const char *const core_sections[] = {
-	"model", "run", "prefill", "plugins", "prompt", "spec", "io", "ple", "serve",
+	"model", "run", "prefill", "plugins", "prompt", "spec", "io", "gpu", "ple", "serve",
 };
 
 int strata_cfg_core_section(const char *section)

@@ -122,3 +122,45 @@ uint16_t strata_f32_to_bf16(float f)
 	x += 0x7fff + ((x >> 16) & 1);
 	return (uint16_t)(x >> 16);
 }
+
+/*
+ * include/strata/quants.h is what device plugins compile against: its
+ * structs must have the bytes this table (and every kernel) uses.
+ */
+#include <stddef.h>
+_Static_assert(sizeof(struct strata_block_q4_0) == 18, "q4_0");
+_Static_assert(sizeof(struct strata_block_q4_1) == 20, "q4_1");
+_Static_assert(sizeof(struct strata_block_q5_0) == 22, "q5_0");
+_Static_assert(sizeof(struct strata_block_q5_1) == 24, "q5_1");
+_Static_assert(sizeof(struct strata_block_q8_0) == 34, "q8_0");
+_Static_assert(sizeof(struct strata_block_q8_1) == 36, "q8_1");
+_Static_assert(sizeof(struct strata_block_iq4_nl) == 18, "iq4_nl");
+_Static_assert(sizeof(struct strata_block_q2_k) == 84, "q2_k");
+_Static_assert(sizeof(struct strata_block_q3_k) == 110, "q3_k");
+_Static_assert(sizeof(struct strata_block_q4_k) == 144, "q4_k");
+_Static_assert(sizeof(struct strata_block_q5_k) == 176, "q5_k");
+_Static_assert(sizeof(struct strata_block_q6_k) == 210, "q6_k");
+_Static_assert(sizeof(struct strata_block_q8_k) == 292, "q8_k");
+_Static_assert(sizeof(struct strata_block_iq2_xs) == 74, "iq2_xs");
+_Static_assert(sizeof(struct strata_block_iq2_s) == 82, "iq2_s");
+_Static_assert(sizeof(struct strata_block_iq3_xxs) == 98, "iq3_xxs");
+_Static_assert(sizeof(struct strata_block_iq3_s) == 110, "iq3_s");
+_Static_assert(sizeof(struct strata_block_iq1_m) == 56, "iq1_m");
+/* Field offsets the kernels read by hand (quants_k.c, quants_iq.c). */
+_Static_assert(offsetof(struct strata_block_q2_k, d) == 80, "q2_k.d");
+_Static_assert(offsetof(struct strata_block_q3_k, scales) == 96, "q3_k.scales");
+_Static_assert(offsetof(struct strata_block_q3_k, d) == 108, "q3_k.d");
+_Static_assert(offsetof(struct strata_block_q4_k, qs) == 16, "q4_k.qs");
+_Static_assert(offsetof(struct strata_block_q5_k, qh) == 16, "q5_k.qh");
+_Static_assert(offsetof(struct strata_block_q5_k, qs) == 48, "q5_k.qs");
+_Static_assert(offsetof(struct strata_block_q6_k, scales) == 192, "q6_k.scales");
+_Static_assert(offsetof(struct strata_block_q6_k, d) == 208, "q6_k.d");
+_Static_assert(offsetof(struct strata_block_q8_k, bsums) == 260, "q8_k.bsums");
+_Static_assert(offsetof(struct strata_block_iq2_xs, scales) == 66, "iq2_xs.scales");
+_Static_assert(offsetof(struct strata_block_iq2_s, qh) == 66, "iq2_s.qh");
+_Static_assert(offsetof(struct strata_block_iq2_s, scales) == 74, "iq2_s.scales");
+_Static_assert(offsetof(struct strata_block_iq3_s, qh) == 66, "iq3_s.qh");
+_Static_assert(offsetof(struct strata_block_iq3_s, signs) == 74, "iq3_s.signs");
+_Static_assert(offsetof(struct strata_block_iq3_s, scales) == 106, "iq3_s.scales");
+_Static_assert(offsetof(struct strata_block_iq1_m, qh) == 32, "iq1_m.qh");
+_Static_assert(offsetof(struct strata_block_iq1_m, scales) == 48, "iq1_m.scales");

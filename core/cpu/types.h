@@ -12,38 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-enum strata_type {
-	STRATA_TYPE_F32 = 0,
-	STRATA_TYPE_F16 = 1,
-	STRATA_TYPE_Q4_0 = 2,
-	STRATA_TYPE_Q4_1 = 3,
-	STRATA_TYPE_Q5_0 = 6,
-	STRATA_TYPE_Q5_1 = 7,
-	STRATA_TYPE_Q8_0 = 8,
-	STRATA_TYPE_Q8_1 = 9,
-	STRATA_TYPE_Q2_K = 10,
-	STRATA_TYPE_Q3_K = 11,
-	STRATA_TYPE_Q4_K = 12,
-	STRATA_TYPE_Q5_K = 13,
-	STRATA_TYPE_Q6_K = 14,
-	STRATA_TYPE_Q8_K = 15,
-	STRATA_TYPE_IQ2_XXS = 16,
-	STRATA_TYPE_IQ2_XS = 17,
-	STRATA_TYPE_IQ3_XXS = 18,
-	STRATA_TYPE_IQ1_S = 19,
-	STRATA_TYPE_IQ4_NL = 20,
-	STRATA_TYPE_IQ3_S = 21,
-	STRATA_TYPE_IQ2_S = 22,
-	STRATA_TYPE_IQ4_XS = 23,
-	STRATA_TYPE_I8 = 24,
-	STRATA_TYPE_I16 = 25,
-	STRATA_TYPE_I32 = 26,
-	STRATA_TYPE_I64 = 27,
-	STRATA_TYPE_F64 = 28,
-	STRATA_TYPE_IQ1_M = 29,
-	STRATA_TYPE_BF16 = 30,
-	STRATA_TYPE_COUNT = 31,
-};
+/* enum strata_type (GGUF numbering) and the block layouts are public: */
+#include "strata/quants.h"
 
 /* "F32", "Q4_K", ...; "?" for an unknown id. */
 const char *strata_type_name(uint32_t type);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/backend.h"
 #include "engine/ckpt.h"
 #include "gguf/gguf.h"
 #include "model/xstore.h"
@@ -58,6 +59,7 @@ static int engine_checkpoints(struct strata_engine *e)
 	const char *rr = getenv("STRATA_CKPT_REREAD");
 	int reread = rr && *rr && strcmp(rr, "0") != 0;
 
+	e->ckpt_reread = reread;
 	if (!e->cfg.serve_checkpoints)
 		return 0;
 	if (reread)
@@ -92,7 +94,7 @@ static int engine_xstore(struct strata_engine *e)
 	o.io_name = pl->desc->name;
 	if ((rc = strata_xstore_open(e->model, c->model_path, &o, &e->xs)))
 		return rc;
-	strata_seq_set_xstore(e->seq, e->xs);
+	strata_ctx_set_xstore(e->ctx, e->xs);
 	return 0;
 }
 
@@ -104,7 +106,7 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 		.repeat_penalty = c->repeat_penalty, .repeat_last_n = c->repeat_last_n,
 		.seed = c->seed,
 	};
-	uint32_t chunk, n_vocab;
+	uint32_t chunk, n_vocab, n_ctx;
 	int rc;
 
 	if (!c->model_path || !*c->model_path) {
@@ -124,9 +126,12 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 			     c->model_path, strata_tokenizer_n_vocab(e->tok), n_vocab);
 		return -EINVAL;
 	}
+	n_ctx = c->ctx_size ? c->ctx_size : e->model->hp.n_ctx_train < 4096
+						 ? e->model->hp.n_ctx_train : 4096;
 	if ((rc = strata_pool_create(c->threads, &e->pool)) ||
-	    (rc = strata_seq_create(e->model, c->ctx_size, chunk, &e->seq)) ||
 	    (rc = strata_registry_create(&e->cfg, argv0, &e->reg)) ||
+	    (rc = strata_engine_make_ctx(e, chunk < n_ctx ? chunk : n_ctx, n_ctx)) ||
+	    (rc = strata_seq_create(e->ctx, n_ctx, &e->seq)) ||
 	    (rc = strata_path_list_create_at(e->reg, c->paths,
 					     strata_config_where(c, "prompt", "paths"), &e->paths)) ||
 	    (rc = engine_checkpoints(e)) || (rc = engine_xstore(e)))
@@ -193,10 +198,12 @@ void strata_engine_free(struct strata_engine *e)
 		return;
 	strata_xstore_close(e->xs); /* its io plugin lives in the registry */
 	strata_path_list_free(e->paths);
-	strata_registry_free(e->reg);
 	strata_ckpts_free(e->ckpts); /* before the sequence its snapshots belong to */
 	strata_sampler_free(e->sampler);
 	strata_seq_free(e->seq);
+	strata_ctx_free(e->ctx);
+	strata_backend_free(e->dev);
+	strata_registry_free(e->reg); /* after the plugins' objects: the device, the store */
 	strata_pool_free(e->pool);
 	strata_tokenizer_free(e->tok);
 	strata_model_free(e->model);
@@ -281,14 +288,21 @@ static int feed(struct strata_engine *e, const int32_t *tokens, uint32_t n)
 	if (e->dump) {
 		float *rows = e->dump + (size_t)pos * nv;
 
-		rc = strata_forward(e->seq, e->pool, tokens, n, rows, 1);
+		rc = strata_forward(e->seq, tokens, n, rows, 1);
 		if (!rc)
 			memcpy(e->logits, rows + (size_t)(n - 1) * nv, nv * sizeof(float));
 	} else {
-		rc = strata_forward(e->seq, e->pool, tokens, n, e->logits, 0);
+		rc = strata_forward(e->seq, tokens, n, e->logits, 0);
 	}
 	if (rc) {
 		e->failed = rc;
+		/* A device that failed is dropped: this request fails, the next one
+		 * runs on the CPU (a fresh sequence: its state was on the device). */
+		if (e->dev && e->dev->broken) {
+			int frc = strata_engine_fall_back(e);
+
+			return frc ? frc : rc;
+		}
 		/* A forward that failed part-way (an expert read) leaves a recurrent
 		 * state half-updated: start over; checkpoints are copies, still good. */
 		if (strata_seq_recurrent(e->seq)) {
@@ -527,6 +541,11 @@ int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expe
 					    .bytes = x.bytes, .retries = x.retries,
 					    .failures = x.failures, .slots = x.slots };
 	return 0;
+}
+
+size_t strata_engine_backends(const struct strata_engine *e, char *buf, size_t n)
+{
+	return strata_ctx_describe(e->ctx, buf, n);
 }
 
 /* ---- per-call parameters --------------------------------------------------- */

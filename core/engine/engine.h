@@ -24,6 +24,8 @@ struct strata_engine {
 	struct strata_registry *reg;
 	struct strata_path_list *paths;
 	struct strata_sampler *sampler;
+	struct strata_backend *dev;     /* the [gpu] device, or NULL: CPU only */
+	struct strata_ctx *ctx;         /* the model on its backends */
 	struct strata_seq *seq;
 	float *logits;                  /* [n_vocab]: after the last token fed */
 	float *dump;                    /* [n_ctx][n_vocab] when --dump-logits */
@@ -42,6 +44,7 @@ struct strata_engine {
 	int (*cancel)(void *user);      /* polled before each forward; NULL = never */
 	void *cancel_user;
 	struct strata_ckpts *ckpts;     /* turn checkpoints; NULL when [serve] checkpoints = 0 */
+	int ckpt_reread;                /* STRATA_CKPT_REREAD: checkpoints only split prompts */
 	uint32_t window;                /* tokens per decode window: [spec] window, <= max batch */
 	struct strata_xstore *xs;       /* streamed experts ([model] experts = stream), or NULL */
 };
@@ -52,6 +55,19 @@ struct strata_engine {
  */
 int strata_engine_create(struct strata_config *cfg, const char *argv0,
 			 struct strata_engine **out);
+
+/*
+ * Make e->ctx for batches of max_batch tokens and sequences of n_ctx
+ * positions, on the [gpu] device when one is configured and usable (device.c).
+ * 0 or -errno after one logged error.
+ */
+int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t n_ctx);
+
+/*
+ * After the device failed (logged): drop it and continue on the CPU alone,
+ * with a fresh sequence and no checkpoints.  0 or -errno.
+ */
+int strata_engine_fall_back(struct strata_engine *e);
 
 /*
  * Write the .slog file of the last strata_generate() (needs --dump-logits):

@@ -1,276 +1,311 @@
 /*
- * forward.c - the forward pass on the CPU: attention (optionally gated, as
+ * forward.c - the layer loop, written once against the op set of
+ * strata/backend.h: each layer's ops go to the backend placement gave it
+ * (the CPU, or a device), and the residual stream moves between the two
+ * where consecutive layers disagree.  Attention (optionally gated, as
  * qwen3next's full-attention layers) or the DeltaNet mixer, then the dense
- * or mixture-of-experts FFN, layer by layer; it extends the sequence state
- * laid out in seq_int.h.
+ * or mixture-of-experts FFN (moe.c), layer by layer; then the output head.
  */
 #include <errno.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "seq_int.h"
-#include "cpu/attn.h"
+#include "backend/exec.h"
+#include "model/ctx_int.h"
 #include "util/log.h"
 
-/* ---- element-wise pieces ---------------------------------------------------- */
+#define RUN(expr)                      \
+	do {                           \
+		int rc_ = (expr);      \
+		if (rc_)               \
+			return rc_;    \
+	} while (0)
 
-static void rmsnorm(float *out, const float *x, const float *w, int n, float eps)
+static struct ws *ws_of(struct strata_ctx *c, const struct strata_backend *be)
 {
-	double ss = 0.0;
-	float scale;
-
-	for (int i = 0; i < n; i++)
-		ss += (double)x[i] * x[i];
-	scale = (float)(1.0 / sqrt(ss / n + eps));
-	for (int i = 0; i < n; i++)
-		out[i] = x[i] * scale * w[i];
+	return be == c->cpu ? &c->ws_cpu : &c->ws_dev;
 }
 
-static void rope(float *v, int n_heads, int head_dim, int n_rot, int type, uint32_t pos,
-		 const float *inv_freq)
+static int norm(struct strata_backend *be, struct strata_tensor *dst,
+		const struct strata_tensor *x, const struct strata_tensor *w, float eps)
 {
-	for (int h = 0; h < n_heads; h++) {
-		float *x = v + (size_t)h * head_dim;
+	struct strata_op op = { .code = STRATA_OP_RMS_NORM, .dst = dst, .src = { x, w },
+				.p.norm.eps = eps };
 
-		for (int i = 0; i < n_rot / 2; i++) {
-			float theta = (float)pos * inv_freq[i];
-			float c = cosf(theta), s = sinf(theta);
-			/* NORM rotates adjacent pairs; NEOX rotates the two halves */
-			int a = type == STRATA_ROPE_NEOX ? i : 2 * i;
-			int b = type == STRATA_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
-			float x0 = x[a], x1 = x[b];
-
-			x[a] = x0 * c - x1 * s;
-			x[b] = x0 * s + x1 * c;
-		}
-	}
+	return strata_backend_run(be, &op);
 }
 
-static void add_bias(float *rows, const float *bias, uint32_t n, uint32_t dim)
+static int matmul(struct strata_backend *be, const struct strata_matmul_item *it, uint32_t n)
 {
-	for (uint32_t t = 0; t < n; t++)
-		for (uint32_t i = 0; i < dim; i++)
-			rows[(size_t)t * dim + i] += bias[i];
+	struct strata_op op = { .code = STRATA_OP_MATMUL, .p.mm = { .items = it, .n_items = n } };
+
+	return strata_backend_run(be, &op);
 }
 
-/* RMSNorm of each of n head vectors in place (qwen3's per-head q/k norm). */
-static void head_norm(float *v, const float *w, uint32_t n, uint32_t hd, float eps)
+static int rope(struct strata_backend *be, struct strata_tensor *t,
+		const struct strata_hparams *hp, const struct ws *w, uint32_t pos)
 {
-	for (uint32_t i = 0; i < n; i++)
-		rmsnorm(v + (size_t)i * hd, v + (size_t)i * hd, w, (int)hd, eps);
-}
-
-static inline float silu(float x)
-{
-	return x / (1.0f + expf(-x));
-}
-
-/* ---- attention ------------------------------------------------------------------ */
-
-struct attn_task {
-	struct strata_seq *s;
-	uint32_t layer, n, p0;
-};
-
-/* One (token, KV head) pair per work item - all the query heads that share
- * the KV head in one pass - spread over the pool. */
-static void attn_worker(void *arg, int ith, int nth)
-{
-	struct attn_task *a = arg;
-	struct strata_seq *s = a->s;
-	const struct strata_hparams *hp = &s->m->hp;
-	const int hd = (int)hp->head_dim, hdv = (int)hp->head_dim_v;
-	const uint32_t group = hp->n_head / hp->n_head_kv;
-	const float scale = 1.0f / sqrtf((float)hd);
-	const size_t ctx = s->stride;
-	const float *kl = s->k + (size_t)s->kv_slot[a->layer] * s->kv_dim * ctx;
-	const float *vl = s->v + (size_t)s->kv_slot[a->layer] * s->kv_dim_v * ctx;
-	float *sc = s->scores + (size_t)ith * 4 * ctx;
-	long begin, end;
-
-	strata_split((long)a->n * hp->n_head_kv, ith, nth, &begin, &end);
-	for (long it = begin; it < end; it++) {
-		uint32_t t = (uint32_t)(it / hp->n_head_kv), kvh = (uint32_t)(it % hp->n_head_kv);
-		size_t h0 = (size_t)t * hp->n_head + (size_t)kvh * group;
-
-		strata_attn_heads(s->q + h0 * hd, (size_t)hd, (int)group,
-				  kl + (size_t)kvh * hd * ctx, ctx, hd,
-				  vl + (size_t)kvh * hdv * ctx, (size_t)hdv, hdv, a->p0 + t + 1, scale,
-				  s->att + h0 * hdv, (size_t)hdv, sc);
-	}
-}
-
-/* Scatter a batch's key rows [t][kvh*hd + d] into the transposed cache. */
-static void cache_store_k(float *cache, const float *rows, uint32_t n, uint32_t n_kv,
-			  uint32_t hd, size_t ctx, uint32_t pos)
-{
-	for (uint32_t t = 0; t < n; t++)
-		for (uint32_t c = 0; c < n_kv * hd; c++)
-			cache[(size_t)c * ctx + pos + t] = rows[(size_t)t * n_kv * hd + c];
-}
-
-/* Copy a batch's value rows [t][kvh*hdv + d] to [kvh][pos + t][d]. */
-static void cache_store_v(float *cache, const float *rows, uint32_t n, uint32_t n_kv,
-			  uint32_t hdv, size_t ctx, uint32_t pos)
-{
-	for (uint32_t t = 0; t < n; t++)
-		for (uint32_t h = 0; h < n_kv; h++)
-			memcpy(cache + ((size_t)h * ctx + pos + t) * hdv,
-			       rows + ((size_t)t * n_kv + h) * hdv, hdv * sizeof(float));
-}
-
-/* ---- the layer loop --------------------------------------------------------- */
-
-/* Split [q, gate] per head into q (s->q) and gate (kept in place in s->qg). */
-static void split_gated_q(struct strata_seq *s, uint32_t n)
-{
-	const struct strata_hparams *hp = &s->m->hp;
-	const size_t hd = hp->head_dim;
-
-	for (uint32_t t = 0; t < n; t++)
-		for (uint32_t h = 0; h < hp->n_head; h++) {
-			const float *src = s->qg + ((size_t)t * hp->n_head + h) * 2 * hd;
-
-			memcpy(s->q + ((size_t)t * hp->n_head + h) * hd, src, hd * sizeof(float));
-		}
-}
-
-/* att[t][h] *= sigmoid(gate[t][h]): qwen3next's output gate. */
-static void apply_gate(struct strata_seq *s, uint32_t n)
-{
-	const struct strata_hparams *hp = &s->m->hp;
-	const size_t hd = hp->head_dim;
-
-	for (uint32_t t = 0; t < n; t++)
-		for (uint32_t h = 0; h < hp->n_head; h++) {
-			const float *gate = s->qg + ((size_t)t * hp->n_head + h) * 2 * hd + hd;
-			float *o = s->att + ((size_t)t * hp->n_head + h) * hd;
-
-			for (size_t d = 0; d < hd; d++)
-				o[d] /= 1.0f + expf(-gate[d]);
-		}
-}
-
-/* q, k, v of the batch (normed rows in s->xn) into s->q, s->kb, s->vb. */
-static void qkv_project(struct strata_seq *s, struct strata_pool *pool,
-			const struct strata_layer *L, uint32_t n)
-{
-	const struct strata_hparams *hp = &s->m->hp;
-	const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim;
-	struct strata_mm_item it[3] = {
-		{ .W = &L->wq, .x = s->xn, .ldx = e, .n_tok = n, .y = L->attn_gated ? s->qg : s->q,
-		  .ldy = L->attn_gated ? 2 * qd : qd },
-		{ .W = &L->wk, .x = s->xn, .ldx = e, .n_tok = n, .y = s->kb, .ldy = s->kv_dim },
-		{ .W = &L->wv, .x = s->xn, .ldx = e, .n_tok = n, .y = s->vb, .ldy = s->kv_dim_v },
+	struct strata_op op = {
+		.code = STRATA_OP_ROPE, .dst = t, .src = { t, &w->inv_freq },
+		.p.rope = { .pos = pos, .n_rot = hp->n_rot,
+			    .mode = hp->rope_type == STRATA_ROPE_NEOX ? STRATA_ROPE_MODE_NEOX
+								      : STRATA_ROPE_MODE_NORM },
 	};
 
-	strata_matmul_many(pool, it, 3);
-	if (L->attn_gated)
-		split_gated_q(s, n);
+	return strata_backend_run(be, &op);
 }
 
-static void attention_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l,
-			    uint32_t n)
+/* A view [ne0, heads, n] of every row's heads, at byte `skip` into each head of `hstride` floats. */
+static struct strata_tensor heads_of(const struct strata_tensor *t, int64_t ne0, int64_t heads,
+				     int64_t n, size_t hstride, size_t skip)
 {
-	const struct strata_model *m = s->m;
-	const struct strata_hparams *hp = &m->hp;
-	const struct strata_layer *L = &m->layers[l];
-	const uint32_t e = hp->n_embd, qd = hp->n_head * hp->head_dim;
-	float *kc = s->kb, *vc = s->vb;
-	const size_t slot = s->kv_slot[l];
-	struct attn_task at = { s, l, n, s->pos };
-	int nth = strata_pool_size(pool) < SEQ_MAX_THREADS ? strata_pool_size(pool)
-							    : SEQ_MAX_THREADS;
+	struct strata_tensor v = strata_t_heads(t, ne0, heads, n);
 
-	for (uint32_t t = 0; t < n; t++)
-		rmsnorm(s->xn + (size_t)t * e, s->x + (size_t)t * e, L->attn_norm, (int)e,
-			hp->rms_eps);
-	qkv_project(s, pool, L, n);
-	if (L->bq)
-		add_bias(s->q, L->bq, n, qd);
-	if (L->bk)
-		add_bias(kc, L->bk, n, s->kv_dim);
-	if (L->bv)
-		add_bias(vc, L->bv, n, s->kv_dim_v);
-	if (L->q_norm)
-		head_norm(s->q, L->q_norm, n * hp->n_head, hp->head_dim, hp->rms_eps);
-	if (L->k_norm)
-		head_norm(kc, L->k_norm, n * hp->n_head_kv, hp->head_dim, hp->rms_eps);
-	for (uint32_t t = 0; t < n; t++) {
-		rope(s->q + (size_t)t * qd, (int)hp->n_head, (int)hp->head_dim, (int)hp->n_rot,
-		     hp->rope_type, s->pos + t, s->inv_freq);
-		rope(kc + (size_t)t * s->kv_dim, (int)hp->n_head_kv, (int)hp->head_dim,
-		     (int)hp->n_rot, hp->rope_type, s->pos + t, s->inv_freq);
+	v.nb[1] = hstride * sizeof(float);
+	v.offset += skip;
+	return v;
+}
+
+/* ---- the blocks ------------------------------------------------------------------- */
+
+static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	struct pl_layer *L = &c->L[l];
+	struct strata_backend *be = L->be;
+	struct ws *w = ws_of(c, be);
+	const int gated = c->m->layers[l].attn_gated;
+	const int64_t hd = hp->head_dim, hdv = hp->head_dim_v, nh = hp->n_head, nkv = hp->n_head_kv;
+	struct strata_tensor x = strata_t_cols(&w->x, 0, n), xn = strata_t_cols(&w->xn, 0, n);
+	struct strata_tensor q = strata_t_cols(&w->q, 0, n), kb = strata_t_cols(&w->kb, 0, n);
+	struct strata_tensor vb = strata_t_cols(&w->vb, 0, n), att = strata_t_cols(&w->att, 0, n);
+	struct strata_tensor qg = gated ? strata_t_cols(&w->qg, 0, n) : q;
+	struct strata_tensor qh = strata_t_heads(&q, hd, nh, n), kh = strata_t_heads(&kb, hd, nkv, n);
+	struct strata_tensor vh = strata_t_heads(&vb, hdv, nkv, n);
+	struct strata_tensor ah = strata_t_heads(&att, hdv, nh, n);
+	struct strata_matmul_item it[3] = {
+		{ &L->wq, &xn, NULL, &qg }, { &L->wk, &xn, NULL, &kb }, { &L->wv, &xn, NULL, &vb },
+	};
+	struct strata_op at = {
+		.code = STRATA_OP_ATTN, .dst = &ah,
+		.src = { &qh, &kh, &vh, &s->L[l].k, &s->L[l].v },
+		.p.attn = { .pos = s->pos, .scale = 1.0f / sqrtf((float)hd) },
+	};
+
+	RUN(norm(be, &xn, &x, &L->attn_norm, hp->rms_eps));
+	RUN(matmul(be, it, 3));
+	if (gated) { /* rows of [q, gate] per head: q out, the gate stays */
+		struct strata_tensor qs = heads_of(&qg, hd, nh, n, 2 * (size_t)hd, 0);
+
+		RUN(strata_op1(be, STRATA_OP_COPY, &qh, &qs, NULL));
 	}
-	cache_store_k(s->k + slot * s->kv_dim * s->stride, kc, n, hp->n_head_kv, hp->head_dim,
-		      s->stride, s->pos);
-	cache_store_v(s->v + slot * s->kv_dim_v * s->stride, vc, n, hp->n_head_kv,
-		      hp->head_dim_v, s->stride, s->pos);
-	/* A handful of (token, head) pairs is not worth waking the pool. */
-	if ((long)n * hp->n_head * (s->pos + n) * hp->head_dim < 32768)
-		nth = 1;
-	strata_pool_run_n(pool, attn_worker, &at, nth);
-	if (L->attn_gated)
-		apply_gate(s, n);
-	strata_matmul(pool, &L->wo, s->att, hp->n_head * hp->head_dim_v, n, s->xn, e);
-	for (size_t i = 0; i < (size_t)n * e; i++)
-		s->x[i] += s->xn[i];
-}
+	if (t_has(&L->bq))
+		RUN(strata_op1(be, STRATA_OP_ADD, &q, &q, &L->bq));
+	if (t_has(&L->bk))
+		RUN(strata_op1(be, STRATA_OP_ADD, &kb, &kb, &L->bk));
+	if (t_has(&L->bv))
+		RUN(strata_op1(be, STRATA_OP_ADD, &vb, &vb, &L->bv));
+	if (t_has(&L->q_norm)) {
+		struct strata_tensor rows = strata_t_f32(q.buf, q.offset, hd, nh * n);
 
-/* The DeltaNet mixer in place of attention (qwen3next's linear layers). */
-static void deltanet_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l,
-			   uint32_t n)
-{
-	const struct strata_hparams *hp = &s->m->hp;
-	const struct strata_layer *L = &s->m->layers[l];
-	const uint32_t e = hp->n_embd;
-	const size_t slot = s->dn_slot[l];
-
-	for (uint32_t t = 0; t < n; t++)
-		rmsnorm(s->xn + (size_t)t * e, s->x + (size_t)t * e, L->attn_norm, (int)e,
-			hp->rms_eps);
-	strata_deltanet(s->dn, pool, hp, L, s->xn, n, s->conv + slot * s->conv_floats,
-			s->ssm + slot * s->ssm_floats, s->ffn_out);
-	for (size_t i = 0; i < (size_t)n * e; i++)
-		s->x[i] += s->ffn_out[i];
-}
-
-static int ffn_block(struct strata_seq *s, struct strata_pool *pool, uint32_t l, uint32_t n)
-{
-	const struct strata_hparams *hp = &s->m->hp;
-	const struct strata_layer *L = &s->m->layers[l];
-	const uint32_t e = hp->n_embd, f = hp->n_ff;
-
-	for (uint32_t t = 0; t < n; t++)
-		rmsnorm(s->xn + (size_t)t * e, s->x + (size_t)t * e, L->ffn_norm, (int)e,
-			hp->rms_eps);
-	if (L->moe) {
-		int rc = strata_moe_ffn(s->moe, pool, hp, L, s->xs, l, s->xn, n, s->ffn_out);
-
-		if (rc)
-			return rc;
-		for (size_t i = 0; i < (size_t)n * e; i++)
-			s->x[i] += s->ffn_out[i];
-		return 0;
+		RUN(norm(be, &rows, &rows, &L->q_norm, hp->rms_eps));
 	}
-	strata_matmul(pool, &L->w_gate, s->xn, e, n, s->hb, f);
-	strata_matmul(pool, &L->w_up, s->xn, e, n, s->hb2, f);
-	for (size_t i = 0; i < (size_t)n * f; i++)
-		s->hb[i] = silu(s->hb[i]) * s->hb2[i];
-	strata_matmul(pool, &L->w_down, s->hb, f, n, s->xn, e);
-	for (size_t i = 0; i < (size_t)n * e; i++)
-		s->x[i] += s->xn[i];
+	if (t_has(&L->k_norm)) {
+		struct strata_tensor rows = strata_t_f32(kb.buf, kb.offset, hd, nkv * n);
+
+		RUN(norm(be, &rows, &rows, &L->k_norm, hp->rms_eps));
+	}
+	RUN(rope(be, &qh, hp, w, s->pos));
+	RUN(rope(be, &kh, hp, w, s->pos));
+	RUN(strata_backend_run(be, &at));
+	if (gated) { /* qwen3next's output gate: att *= sigmoid(gate) */
+		struct strata_tensor gate = heads_of(&qg, hd, nh, n, 2 * (size_t)hd,
+						     (size_t)hd * sizeof(float));
+
+		RUN(strata_op1(be, STRATA_OP_SIGMOID_MUL, &ah, &ah, &gate));
+	}
+	it[0] = (struct strata_matmul_item){ &L->wo, &att, NULL, &xn };
+	RUN(matmul(be, it, 1));
+	return strata_op1(be, STRATA_OP_ADD, &x, &x, &xn);
+}
+
+/*
+ * The fused ssm_in output, per key head [q, k, v of its r value heads, z of
+ * them], into the conv input [all q, all k, all v] and z: four strided copies.
+ */
+static int unpack_qkvz(struct strata_backend *be, const struct strata_hparams *hp,
+		       struct ws *w, uint32_t n)
+{
+	const int64_t nk = hp->ssm_n_group, dk = hp->ssm_d_state, rv = hp->ssm_d_inner / nk;
+	const size_t grp = (size_t)(2 * dk + 2 * rv); /* floats per key head in qkvz */
+	const struct strata_tensor src = strata_t_cols(&w->qkvz, 0, n);
+	const struct strata_tensor qkv = strata_t_cols(&w->qkv, 0, n), z = strata_t_cols(&w->z, 0, n);
+	const struct { const struct strata_tensor *dst; size_t dst_at, src_at; int64_t len; } part[4] = {
+		{ &qkv, 0, 0, dk },
+		{ &qkv, (size_t)(nk * dk), (size_t)dk, dk },
+		{ &qkv, (size_t)(2 * nk * dk), (size_t)(2 * dk), rv },
+		{ &z, 0, (size_t)(2 * dk + rv), rv },
+	};
+
+	for (int i = 0; i < 4; i++) {
+		struct strata_tensor from = heads_of(&src, part[i].len, nk, n, grp,
+						     part[i].src_at * sizeof(float));
+		struct strata_tensor to = heads_of(part[i].dst, part[i].len, nk, n,
+						   (size_t)part[i].len,
+						   part[i].dst_at * sizeof(float));
+
+		RUN(strata_op1(be, STRATA_OP_COPY, &to, &from, NULL));
+	}
 	return 0;
 }
 
-int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t *tokens,
-		   uint32_t n, float *logits, int all_logits)
+/* The DeltaNet mixer in place of attention (qwen3next's linear layers). */
+static int deltanet_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n)
 {
-	const struct strata_model *m = s->m;
-	const struct strata_hparams *hp = &m->hp;
-	const uint32_t e = hp->n_embd;
-	uint32_t first;
+	const struct strata_hparams *hp = &c->m->hp;
+	struct pl_layer *L = &c->L[l];
+	struct strata_backend *be = L->be;
+	struct ws *w = ws_of(c, be);
+	const int fused = c->m->layers[l].dn.fused;
+	struct strata_tensor x = strata_t_cols(&w->x, 0, n), xn = strata_t_cols(&w->xn, 0, n);
+	struct strata_tensor qkv = strata_t_cols(&w->qkv, 0, n), z = strata_t_cols(&w->z, 0, n);
+	struct strata_tensor ba = strata_t_cols(&w->ba, 0, n), o = strata_t_cols(&w->o, 0, n);
+	struct strata_tensor qkvz = fused ? strata_t_cols(&w->qkvz, 0, n) : qkv;
+	struct strata_tensor out = strata_t_cols(&w->out, 0, n);
+	struct strata_matmul_item it[3] = {
+		{ &L->dn_wba, &xn, NULL, &ba },
+		{ fused ? &L->dn_wqkvz : &L->dn_wqkv, &xn, NULL, fused ? &qkvz : &qkv },
+		{ &L->dn_wz, &xn, NULL, &z },
+	};
+	struct strata_op dn = {
+		.code = STRATA_OP_DELTANET, .dst = &o,
+		.src = { &qkv, &z, &ba, &s->L[l].conv, &s->L[l].ssm, &L->dn_conv, &L->dn_dt_bias,
+			 &L->dn_a },
+		.p.dn = { .norm = &L->dn_norm, .n_group = hp->ssm_n_group,
+			  .d_state = hp->ssm_d_state, .n_head_v = hp->ssm_dt_rank,
+			  .d_head_v = hp->ssm_head_v, .d_conv = hp->ssm_d_conv, .eps = hp->rms_eps },
+	};
+
+	RUN(norm(be, &xn, &x, &L->attn_norm, hp->rms_eps));
+	RUN(matmul(be, it, fused ? 2 : 3));
+	if (fused)
+		RUN(unpack_qkvz(be, hp, w, n));
+	RUN(strata_backend_run(be, &dn));
+	it[0] = (struct strata_matmul_item){ &L->dn_wout, &o, NULL, &out };
+	RUN(matmul(be, it, 1));
+	return strata_op1(be, STRATA_OP_ADD, &x, &x, &out);
+}
+
+static int ffn_block(struct strata_ctx *c, uint32_t l, uint32_t n)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	struct pl_layer *L = &c->L[l];
+	struct strata_backend *be = L->be;
+	struct ws *w = ws_of(c, be);
+	struct strata_tensor x = strata_t_cols(&w->x, 0, n), xn = strata_t_cols(&w->xn, 0, n);
+	struct strata_tensor hb = strata_t_cols(&w->hb, 0, n), hb2 = strata_t_cols(&w->hb2, 0, n);
+	struct strata_tensor out = strata_t_cols(&w->out, 0, n);
+	struct strata_matmul_item it[2] = { { &L->w_gate, &xn, NULL, &hb },
+					    { &L->w_up, &xn, NULL, &hb2 } };
+
+	RUN(norm(be, &xn, &x, &L->ffn_norm, hp->rms_eps));
+	if (c->m->layers[l].moe) {
+		RUN(strata_moe_block(c, l, n));
+		return strata_op1(be, STRATA_OP_ADD, &x, &x, &out);
+	}
+	RUN(matmul(be, it, 2));
+	RUN(strata_op1(be, STRATA_OP_SWIGLU, &hb, &hb, &hb2));
+	it[0] = (struct strata_matmul_item){ &L->w_down, &hb, NULL, &xn };
+	RUN(matmul(be, it, 1));
+	return strata_op1(be, STRATA_OP_ADD, &x, &x, &xn);
+}
+
+/* ---- the pass ---------------------------------------------------------------------- */
+
+/* Move the residual stream's n rows to `to`; *at says where it is. */
+static int move_x(struct strata_ctx *c, struct strata_backend **at, struct strata_backend *to,
+		  uint32_t n)
+{
+	const size_t bytes = (size_t)n * c->m->hp.n_embd * sizeof(float);
+	float *host = strata_tensor_data(&c->ws_cpu.x);
+	int rc;
+
+	if (*at == to)
+		return 0;
+	if (to == c->cpu) /* blocking: ordered after the device's last op */
+		rc = strata_backend_copy_out(*at, &c->ws_dev.buf, c->ws_dev.x.offset, host, bytes,
+					     NULL);
+	else
+		rc = strata_backend_copy_in(to, &c->ws_dev.buf, c->ws_dev.x.offset, host, bytes,
+					    NULL);
+	*at = to;
+	return rc;
+}
+
+static int embed(struct strata_ctx *c, const int32_t *tokens, uint32_t n)
+{
+	struct strata_buf ids_buf = { .base = (void *)tokens, .size = (size_t)n * 4,
+				      .flags = STRATA_BUF_HOST };
+	struct strata_tensor ids = strata_t_i32(&ids_buf, 0, n, 1);
+	struct strata_tensor x = strata_t_cols(&c->ws_cpu.x, 0, n);
+
+	return strata_op1(c->cpu, STRATA_OP_GET_ROWS, &x, &c->tok_embd, &ids);
+}
+
+/* Logits of rows [first, n) of the residual stream into out (n_vocab floats per row). */
+static int head(struct strata_ctx *c, struct strata_backend **at, uint32_t first, uint32_t n,
+		float *out)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	struct strata_backend *be = c->out_be;
+	struct ws *w = ws_of(c, be);
+	const uint32_t rows = n - first;
+	struct strata_tensor x = strata_t_cols(&w->x, first, rows);
+	struct strata_tensor xn = strata_t_cols(&w->xn, 0, rows);
+	struct strata_buf host = { .base = out, .size = (size_t)rows * hp->n_vocab * sizeof(float),
+				   .flags = STRATA_BUF_HOST };
+	struct strata_tensor y = strata_t_f32(&host, 0, hp->n_vocab, rows);
+	struct strata_matmul_item it = { &c->output, &xn, NULL, &y };
+
+	RUN(move_x(c, at, be, n));
+	RUN(norm(be, &xn, &x, &c->output_norm, hp->rms_eps));
+	if (be == c->cpu)
+		return matmul(be, &it, 1);
+	for (uint32_t r = 0; r < rows; r += CTX_LOGIT_ROWS) {
+		const uint32_t k = rows - r < CTX_LOGIT_ROWS ? rows - r : CTX_LOGIT_ROWS;
+		struct strata_tensor xr = strata_t_cols(&xn, r, k), lg = strata_t_cols(&w->lg, 0, k);
+
+		it = (struct strata_matmul_item){ &c->output, &xr, NULL, &lg };
+		RUN(matmul(be, &it, 1));
+		RUN(strata_backend_copy_out(be, &w->buf, w->lg.offset, out + (size_t)r * hp->n_vocab,
+					    (size_t)k * hp->n_vocab * sizeof(float), NULL));
+	}
+	return 0;
+}
+
+static int layers(struct strata_ctx *c, struct strata_seq *s, struct strata_backend **at,
+		  uint32_t n)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+
+	/* Trailing nextn (MTP) layers are not part of the main forward pass. */
+	for (uint32_t l = 0; l < hp->n_layer - hp->n_nextn; l++) {
+		RUN(move_x(c, at, c->L[l].be, n));
+		if (c->m->layers[l].recurrent)
+			RUN(deltanet_block(c, s, l, n));
+		else
+			RUN(attention_block(c, s, l, n));
+		RUN(ffn_block(c, l, n));
+	}
+	return 0;
+}
+
+int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, float *logits,
+		   int all_logits)
+{
+	struct strata_ctx *c = s->c;
+	const struct strata_hparams *hp = &c->m->hp;
+	struct strata_backend *at = c->cpu;
 	int rc;
 
 	if (n == 0)
@@ -279,31 +314,23 @@ int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t
 		return -EINVAL;
 	if ((uint64_t)s->pos + n > s->n_ctx)
 		return -ENOSPC;
-	for (uint32_t t = 0; t < n; t++) {
+	for (uint32_t t = 0; t < n; t++)
 		if (tokens[t] < 0 || (uint32_t)tokens[t] >= hp->n_vocab) {
 			strata_error("token id %d is out of range (vocabulary of %u)", tokens[t],
 				     hp->n_vocab);
 			return -EINVAL;
 		}
-		strata_mat_get_row(&m->tok_embd, tokens[t], s->x + (size_t)t * e);
-	}
-	/* Trailing nextn (MTP) layers are not part of the main forward pass. */
 	strata_seq_note_write(s, s->pos);
-	for (uint32_t l = 0; l < hp->n_layer - hp->n_nextn; l++) {
-		if (m->layers[l].recurrent)
-			deltanet_block(s, pool, l, n);
-		else
-			attention_block(s, pool, l, n);
-		if ((rc = ffn_block(s, pool, l, n)))
-			return rc;
-	}
+	rc = embed(c, tokens, n);
+	if (!rc)
+		rc = layers(c, s, &at, n);
+	if (!rc && logits)
+		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
+	/* Queued device work fails here at the latest, inside this call. */
+	if (!rc && c->dev)
+		rc = strata_backend_sync(c->dev);
+	if (rc)
+		return rc;
 	s->pos += n;
-	if (!logits)
-		return 0;
-	first = all_logits ? 0 : n - 1;
-	for (uint32_t t = first; t < n; t++)
-		rmsnorm(s->xn + (size_t)(t - first) * e, s->x + (size_t)t * e, m->output_norm,
-			(int)e, hp->rms_eps);
-	strata_matmul(pool, &m->output, s->xn, e, n - first, logits, hp->n_vocab);
 	return 0;
 }

@@ -177,22 +177,93 @@ int strata_model_load_ex(const char *path, unsigned flags, struct strata_model *
 void strata_model_free(struct strata_model *m);
 
 /*
- * The state of one sequence: the KV cache of the attention layers, the conv
- * and recurrent states of the DeltaNet layers, and scratch for batches of up
- * to max_batch tokens.  Owns its memory; the model must outlive it.
+ * ---- running a model: a context, then sequences ---------------------------
+ *
+ * A context (strata_ctx) is what a loaded model needs to compute: its
+ * backends (the CPU, and a device when one is given), where each weight
+ * lives (placement, decided once here), and each backend's workspace for
+ * the activations of one forward batch.  A sequence (strata_seq) is one
+ * token stream's state: its position, the KV cache of the attention layers
+ * and the conv and recurrent states of the DeltaNet layers, each in a
+ * buffer of the backend that runs its layer.  One context serves any number
+ * of sequences, one forward pass at a time.
+ */
+struct strata_pool;
+struct strata_backend;
+struct strata_xstore;
+struct strata_ctx;
+
+struct strata_ctx_opts {
+	struct strata_pool *pool;      /* the CPU backend's threads (borrowed); NULL: the caller's */
+	uint32_t max_batch;            /* tokens one strata_forward() takes at most; 0 = 512 */
+	/*
+	 * A device (borrowed; NULL: everything on the CPU).  Placement puts on
+	 * it, while device_budget bytes allow and the device supports their
+	 * ops and weight types: its workspace, then layer by layer the dense
+	 * weights with the layer's state for n_seq sequences of n_ctx
+	 * positions, then the output head, then experts of those layers.
+	 */
+	struct strata_backend *device;
+	uint64_t device_budget;
+	uint32_t n_ctx;                /* positions of the sequences the device must hold (0 = 4096) */
+	uint32_t n_seq;                /* sequences whose state lives on the device (0 = 1) */
+	struct strata_xstore *xs;      /* streamed experts (borrowed), or NULL: from the mapping */
+};
+
+/* What a context placed where (the run summary; see strata_ctx_describe). */
+struct strata_placement_stats {
+	uint32_t dev_layers;           /* layers whose dense part runs on the device */
+	uint32_t dev_experts, experts; /* experts on the device, of all the routed ones */
+	int dev_output;                /* the output head runs on the device */
+	uint64_t dev_weight_bytes;     /* weights uploaded to the device */
+	uint64_t dev_state_bytes;      /* state reserved there per sequence x n_seq */
+	uint64_t dev_work_bytes;       /* its workspace */
+	uint64_t host_weight_bytes;    /* weights computed on the CPU */
+	uint64_t dev_need_bytes;       /* the least a device must hold: workspace, layer 0 */
+};
+
+/*
+ * Make a context for m.  With a device, uploads its share of the weights
+ * (counted as link bytes).  0, -ENOMEM, or the device's -errno (logged).
+ * When the device cannot take even its workspace and one layer, *out is
+ * still made, CPU only, and strata_ctx_placement() says dev_layers = 0
+ * (the caller decides whether that is an error).  m (and the borrowed
+ * objects) must outlive it; released with strata_ctx_free().
+ */
+int strata_ctx_create(const struct strata_model *m, const struct strata_ctx_opts *o,
+		      struct strata_ctx **out);
+void strata_ctx_free(struct strata_ctx *c);
+void strata_ctx_placement(const struct strata_ctx *c, struct strata_placement_stats *st);
+/* The CPU backend (owned by c) and the device (borrowed, or NULL). */
+struct strata_backend *strata_ctx_cpu(const struct strata_ctx *c);
+struct strata_backend *strata_ctx_device(const struct strata_ctx *c);
+/* Read streamed experts through xs from now on (NULL: the mapping).  xs must outlive c. */
+void strata_ctx_set_xstore(struct strata_ctx *c, struct strata_xstore *xs);
+/*
+ * One line per backend: what it holds and the bytes that crossed its link,
+ * e.g. "gpu-sim (simulated, 4096 MiB): 16 of 16 layers, 512 of 1024 experts,
+ * output; weights 1.2 GiB, state 64 MiB, work 12 MiB; link: 1.3 GiB in,
+ * 2.1 MiB out".  Into buf (NUL-terminated); returns the length.
+ */
+size_t strata_ctx_describe(const struct strata_ctx *c, char *buf, size_t n);
+
+/*
+ * The state of one sequence.  Owns its memory; the context must outlive it.
  */
 struct strata_seq;
 
 /*
- * Make a sequence of n_ctx positions (0 = the model's training context).
- * Returns 0 or -ENOMEM / -EINVAL after logging.  Snapshots still bound to
- * the sequence when it is freed are detached (they must still be freed).
+ * Make a sequence of n_ctx positions (0 = the model's training context, at
+ * most 4096).  Returns 0 or -ENOMEM / -EINVAL after logging.  Snapshots
+ * still bound to the sequence when it is freed are detached (they must
+ * still be freed).
  */
-int strata_seq_create(const struct strata_model *m, uint32_t n_ctx, uint32_t max_batch,
-		      struct strata_seq **out);
+int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **out);
 void strata_seq_free(struct strata_seq *s);
 uint32_t strata_seq_pos(const struct strata_seq *s);     /* tokens already in the cache */
+struct strata_ctx *strata_seq_ctx(const struct strata_seq *s); /* the context it runs on */
 uint32_t strata_seq_n_ctx(const struct strata_seq *s);
+/* Tokens one strata_forward() takes: the context's max_batch, at most n_ctx. */
 uint32_t strata_seq_max_batch(const struct strata_seq *s);
 /* 1 when the model keeps recurrent state (DeltaNet layers), so truncate is limited. */
 int strata_seq_recurrent(const struct strata_seq *s);
@@ -203,7 +274,8 @@ int strata_seq_recurrent(const struct strata_seq *s);
  * for a recurrent model only pos == the current position (a no-op) and
  * pos == 0 (a reset: KV length 0, conv and recurrent states zeroed) succeed;
  * to go back to another position restore a snapshot saved there.  Returns
- * 0 or -EINVAL (nothing changed, nothing logged: callers probe with it).
+ * 0 or -EINVAL (nothing changed, nothing logged: callers probe with it), or
+ * a device's -errno when zeroing its states failed (logged).
  */
 int strata_seq_truncate(struct strata_seq *s, uint32_t pos);
 
@@ -212,14 +284,15 @@ int strata_seq_truncate(struct strata_seq *s, uint32_t pos);
  * later (serve-mode turn checkpoints, speculative decoding's rollback).
  *
  * A snapshot is bound to the sequence it was created for.  It holds the
- * position and a copy of the conv and recurrent states (none for attention-
- * only models); KV rows are not copied, because appending never rewrites
- * rows below the current position.  So a snapshot saved at position p stays
- * restorable until a forward pass writes a row below p, i.e. until the
- * sequence, having gone back below p (truncate or restoring an earlier
- * snapshot), is extended again; from then on it is stale.  The sequence
- * tracks this exactly (the check is per forward call, over its bound
- * snapshots).  A snapshot saved at position 0 never goes stale.
+ * position and a host copy of the conv and recurrent states (none for
+ * attention-only models), wherever the sequence keeps them; KV rows are not
+ * copied, because appending never rewrites rows below the current
+ * position.  So a snapshot saved at position p stays restorable until a
+ * forward pass writes a row below p, i.e. until the sequence, having gone
+ * back below p (truncate or restoring an earlier snapshot), is extended
+ * again; from then on it is stale.  The sequence tracks this exactly (the
+ * check is per forward call, over its bound snapshots).  A snapshot saved
+ * at position 0 never goes stale.
  */
 struct strata_seq_snapshot;
 
@@ -229,8 +302,9 @@ int strata_seq_snapshot_create(struct strata_seq *s, struct strata_seq_snapshot 
 void strata_seq_snapshot_free(struct strata_seq_snapshot *snap);
 /*
  * Save the sequence's current position and states into snap (overwriting
- * what it held).  0, or -EINVAL when snap is bound to another sequence (or to
- * none: its sequence was freed).
+ * what it held).  0, -EINVAL when snap is bound to another sequence (or to
+ * none: its sequence was freed), or a device's -errno (logged; snap then
+ * holds nothing restorable).
  */
 int strata_seq_save(struct strata_seq *s, struct strata_seq_snapshot *snap);
 /*
@@ -238,28 +312,26 @@ int strata_seq_save(struct strata_seq *s, struct strata_seq_snapshot *snap);
  * after it are forgotten.  snap is left as it was (restore it again to
  * retry).  0, -EINVAL when snap is bound elsewhere or was never saved,
  * -ESTALE when the KV rows below its position were rewritten since (see
- * above); the sequence is unchanged on error.
+ * above); the sequence is unchanged on those errors.  A device's -errno
+ * (logged) leaves the states damaged (truncate to 0 before reuse).
  */
 int strata_seq_restore(struct strata_seq *s, const struct strata_seq_snapshot *snap);
 /* Position saved in snap, or UINT32_MAX when it holds nothing restorable (never saved, stale). */
 uint32_t strata_seq_snapshot_pos(const struct strata_seq_snapshot *snap);
 
 /*
- * Append n tokens (n <= max_batch) at the current position and run the
- * forward pass.  When logits is non-NULL it receives n_vocab floats: for
- * every token when all_logits, else for the last token only.  Returns 0,
- * -ENOSPC when the context would overflow, -EINVAL for a token id out of
- * range (logged), without changing the sequence.  With streamed experts
- * (strata_seq_set_xstore) a failed expert read returns its -errno (logged
- * by the store) part-way through: the position is unchanged, the KV rows
- * from it on are garbage to be overwritten, and a recurrent model's state
- * is damaged (strata_seq_truncate(s, 0) before using it again).
+ * Append n tokens (n <= strata_seq_max_batch) at the current position and
+ * run the forward pass on the context's backends.  When logits is non-NULL
+ * it receives n_vocab floats: for every token when all_logits, else for
+ * the last token only.  Returns 0, -ENOSPC when the context would
+ * overflow, -EINVAL for a token id out of range (logged), without changing
+ * the sequence.  A failure part-way (a streamed expert's read, a device's
+ * op or copy: logged once by whoever failed) returns its -errno with the
+ * position unchanged, the KV rows from it on garbage to be overwritten,
+ * and a recurrent model's state damaged (strata_seq_truncate(s, 0) before
+ * using it again).
  */
-int strata_forward(struct strata_seq *s, struct strata_pool *pool, const int32_t *tokens,
-		   uint32_t n, float *logits, int all_logits);
-
-struct strata_xstore;
-/* Read this sequence's experts through xs (NULL: from the mapping).  xs must outlive s. */
-void strata_seq_set_xstore(struct strata_seq *s, struct strata_xstore *xs);
+int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, float *logits,
+		   int all_logits);
 
 #endif

@@ -1,273 +1,299 @@
 /*
- * moe.c - routed experts and the shared expert, on the CPU.
+ * moe.c - the mixture-of-experts FFN of one layer, on the op set.
+ *
+ * The router and the top-k run on the layer's backend; the host groups the
+ * (token, expert) pairs by expert, the experts the layer's backend holds
+ * first.  Each expert then runs once over all of its tokens (a batched
+ * product gathering their rows of xn), all of them in two MATMUL ops -
+ * gate and up of every expert and the shared expert, then every down - so
+ * each expert's weights are streamed from memory once per batch and the
+ * CPU's pool wakes twice per layer.
+ *
+ * With a device the experts it holds run there while the host thread
+ * computes the others on the CPU (xn copied out as soon as the router ran;
+ * their sum copied back and added): the device's queue and the CPU work at
+ * the same time, and only activations cross the link.  Streamed experts
+ * (xstore) are the CPU's: fetched for the CPU part only.
  */
-#include "moe.h"
-
-#include "xstore.h"
+#include "model/moe.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-struct strata_moe_ws {
-	uint32_t max_batch;
-	float *logits;    /* [B][n_expert] router logits */
-	int32_t *sel;     /* [B][k] chosen experts */
-	float *w;         /* [B][k] their weights */
-	uint32_t *count;  /* [n_expert] tokens per expert */
-	uint32_t *start;  /* [n_expert] offset into the grouped lists */
-	uint32_t *tok;    /* [B*k] token of each (expert, slot), grouped by expert */
-	float *tokw;      /* [B*k] weight of each */
-	float *g, *u;     /* [B*k][n_ff_exp] */
-	float *d;         /* [B*k][n_embd] expert outputs, grouped by expert */
-	float *gs, *us;   /* [B][n_ff_shexp] shared expert */
-	float *sg;        /* [B] shared expert gate logits (qwen3next) */
-	struct strata_mm_item *items; /* [2*n_expert + 3] one pass's products */
-	struct strata_mat *mats;      /* [3*n_expert] gate, up, down of each active expert */
-	uint32_t *ids;                /* [n_expert] the active experts, ascending */
-};
+#include "backend/exec.h"
+#include "model/ctx_int.h"
+#include "model/xstore.h"
 
-static void *zalloc(size_t n, size_t size)
-{
-	void *p = NULL;
-
-	if (n && size > SIZE_MAX / n)
-		return NULL;
-	if (posix_memalign(&p, 64, n * size > 0 ? n * size : 64))
-		return NULL;
-	memset(p, 0, n * size);
-	return p;
-}
-
-void strata_moe_ws_free(struct strata_moe_ws *ws)
-{
-	if (!ws)
-		return;
-	free(ws->logits);
-	free(ws->sel);
-	free(ws->w);
-	free(ws->count);
-	free(ws->start);
-	free(ws->tok);
-	free(ws->tokw);
-	free(ws->g);
-	free(ws->u);
-	free(ws->d);
-	free(ws->items);
-	free(ws->mats);
-	free(ws->ids);
-	free(ws->gs);
-	free(ws->us);
-	free(ws->sg);
-	free(ws);
-}
-
-int strata_moe_ws_create(const struct strata_hparams *hp, uint32_t max_batch,
-			 struct strata_moe_ws **out)
-{
-	struct strata_moe_ws *ws = calloc(1, sizeof(*ws));
-	size_t B = max_batch, k = hp->n_expert_used, ne = hp->n_expert;
-
-	*out = NULL;
-	if (!ws)
-		return -ENOMEM;
-	ws->max_batch = max_batch;
-	ws->logits = zalloc(B * ne, sizeof(float));
-	ws->sel = zalloc(B * k, sizeof(int32_t));
-	ws->w = zalloc(B * k, sizeof(float));
-	ws->count = zalloc(ne, sizeof(uint32_t));
-	ws->start = zalloc(ne, sizeof(uint32_t));
-	ws->tok = zalloc(B * k, sizeof(uint32_t));
-	ws->tokw = zalloc(B * k, sizeof(float));
-	ws->g = zalloc(B * k, hp->n_ff_exp * sizeof(float));
-	ws->u = zalloc(B * k, hp->n_ff_exp * sizeof(float));
-	ws->d = zalloc(B * k, hp->n_embd * sizeof(float));
-	ws->items = zalloc(2 * ne + 3, sizeof(*ws->items));
-	ws->mats = zalloc(3 * ne, sizeof(*ws->mats));
-	ws->ids = zalloc(ne, sizeof(*ws->ids));
-	ws->gs = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
-	ws->us = zalloc(B, (hp->n_ff_shexp ? hp->n_ff_shexp : 1) * sizeof(float));
-	ws->sg = zalloc(B, sizeof(float));
-	if (!ws->sg || !ws->logits || !ws->sel || !ws->w || !ws->count || !ws->start || !ws->tok ||
-	    !ws->tokw || !ws->g || !ws->u || !ws->d || !ws->gs || !ws->us ||
-	    !ws->items || !ws->mats || !ws->ids) {
-		strata_moe_ws_free(ws);
-		return -ENOMEM;
-	}
-	*out = ws;
-	return 0;
-}
+#define RUN(expr)                      \
+	do {                           \
+		int rc_ = (expr);      \
+		if (rc_)               \
+			return rc_;    \
+	} while (0)
 
 void strata_moe_route(const struct strata_hparams *hp, const float *bias, float *logits,
 		      int32_t *experts, float *weights)
 {
-	const uint32_t ne = hp->n_expert, k = hp->n_expert_used;
-	float sum = 0.0f;
-
-	if (hp->gating == STRATA_GATING_SIGMOID) {
-		for (uint32_t e = 0; e < ne; e++)
-			logits[e] = 1.0f / (1.0f + expf(-logits[e]));
-	} else {
-		float mx = -INFINITY, s = 0.0f;
-
-		for (uint32_t e = 0; e < ne; e++)
-			mx = logits[e] > mx ? logits[e] : mx;
-		for (uint32_t e = 0; e < ne; e++) {
-			logits[e] = expf(logits[e] - mx);
-			s += logits[e];
-		}
-		for (uint32_t e = 0; e < ne; e++)
-			logits[e] /= s;
-	}
-	/* Top-k by probability (+ the selection bias, which chooses but never weighs). */
-	for (uint32_t j = 0; j < k; j++) {
-		int32_t best = -1;
-		float bs = -INFINITY;
-
-		for (uint32_t e = 0; e < ne; e++) {
-			float score = logits[e] + (bias ? bias[e] : 0.0f);
-			int taken = 0;
-
-			for (uint32_t i = 0; i < j; i++)
-				taken |= experts[i] == (int32_t)e;
-			if (!taken && (best < 0 || score > bs)) {
-				best = (int32_t)e;
-				bs = score;
-			}
-		}
-		experts[j] = best;
-		weights[j] = logits[best];
-		sum += weights[j];
-	}
-	if (hp->expert_weights_norm) {
-		/* llama.cpp clamps the sum so that tiny weights do not blow up */
-		if (sum < 6.103515625e-5f)
-			sum = 6.103515625e-5f;
-		for (uint32_t j = 0; j < k; j++)
-			weights[j] /= sum;
-	}
-	for (uint32_t j = 0; j < k; j++)
-		weights[j] *= hp->expert_weights_scale;
+	strata_route_token(hp->gating == STRATA_GATING_SIGMOID ? STRATA_GATING_MODE_SIGMOID
+							       : STRATA_GATING_MODE_SOFTMAX,
+			   hp->n_expert, hp->n_expert_used, hp->expert_weights_norm,
+			   hp->expert_weights_scale, bias, logits, experts, weights);
 }
 
-static inline float silu(float x)
+/* One backend's share of a layer's experts. */
+struct xpart {
+	struct strata_backend *be;
+	struct ws *w;
+	uint32_t e0, e1; /* c->order[e0..e1): its active experts */
+	uint32_t m0, m1; /* their (token, expert) slots */
+	int shexp;       /* the shared expert runs here too */
+};
+
+static struct ws *ws_of(struct strata_ctx *c, const struct strata_backend *be)
 {
-	return x / (1.0f + expf(-x));
+	return be == c->cpu ? &c->ws_cpu : &c->ws_dev;
 }
 
+/* Router logits -> top-k ids and weights, on the layer's backend. */
+static int route(struct strata_ctx *c, uint32_t l, uint32_t n)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	struct pl_layer *L = &c->L[l];
+	struct ws *w = ws_of(c, L->be);
+	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n), lg = strata_t_cols(&w->logits, 0, n);
+	struct strata_tensor ids = strata_t_cols(&w->ids, 0, n), wt = strata_t_cols(&w->w, 0, n);
+	struct strata_matmul_item it = { &L->gate_inp, &xn, NULL, &lg };
+	struct strata_op mm = { .code = STRATA_OP_MATMUL, .p.mm = { .items = &it, .n_items = 1 } };
+	struct strata_op op = {
+		.code = STRATA_OP_MOE_ROUTE, .dst = &wt, .aux = &ids,
+		.src = { &lg, t_has(&L->exp_probs_b) ? &L->exp_probs_b : NULL },
+		.p.route = { .gating = hp->gating == STRATA_GATING_SIGMOID
+					       ? STRATA_GATING_MODE_SIGMOID
+					       : STRATA_GATING_MODE_SOFTMAX,
+			     .k = hp->n_expert_used, .norm = (uint32_t)hp->expert_weights_norm,
+			     .scale = hp->expert_weights_scale },
+	};
+
+	RUN(strata_backend_run(L->be, &mm));
+	return strata_backend_run(L->be, &op);
+}
 
 /*
- * Every active expert (and the shared one) in two passes over the pool:
- * gate and up of all of them, then down of all of them.  Expert x's tokens
- * are the list tok[start[x]..]: its gate/up products read those rows of xn
- * (converted once, gathered by the matmul) and write rows start[x].. of g
- * and u, so each is a batched matmul over exactly its tokens.  Streamed
- * experts (xs) are fetched first, all of the layer's at once.
+ * Group the n*k (token, expert) pairs by expert into the CPU workspace's
+ * tok/tokw (tokens in order within an expert): the experts `be` holds first
+ * (all of them on the CPU), then the rest.  Fills c->count, start, order;
+ * *n_be experts and *m_be slots are the first group's.
  */
-static int moe_experts(struct strata_moe_ws *ws, struct strata_pool *pool,
-		       const struct strata_hparams *hp, const struct strata_layer *L,
-		       struct strata_xstore *xs, uint32_t layer, const float *xn, uint32_t n,
-		       float *out)
+static void group(struct strata_ctx *c, uint32_t l, const int32_t *ids, const float *wts,
+		  uint32_t n, uint32_t *n_act, uint32_t *n_be, uint32_t *m_be)
 {
-	const int64_t e = hp->n_embd, f = hp->n_ff_exp, fs = hp->n_ff_shexp;
-	const size_t slots = (size_t)n * hp->n_expert_used;
-	struct strata_mm_item *it = ws->items;
-	struct strata_mat *mats = ws->mats;
-	uint32_t na = 0;
-	int ni = 0, rc;
-
-	for (uint32_t x = 0; x < hp->n_expert; x++)
-		if (ws->count[x])
-			ws->ids[na++] = x;
-	if (xs && (rc = strata_xstore_fetch(xs, layer, ws->ids, na, mats)))
-		return rc;
-	for (uint32_t i = 0; i < na; i++) {
-		uint32_t x = ws->ids[i], c = ws->count[x], s0 = ws->start[x];
-
-		if (!xs) {
-			mats[3 * i] = strata_expert(&L->gate_exps, x);
-			mats[3 * i + 1] = strata_expert(&L->up_exps, x);
-			mats[3 * i + 2] = strata_expert(&L->down_exps, x);
-		}
-		/* xn is converted once for all experts; each gathers its rows */
-		it[ni++] = (struct strata_mm_item){ .W = &mats[3 * i], .x = xn, .ldx = e,
-						    .n_tok = c, .y = ws->g + (size_t)s0 * f,
-						    .ldy = f, .rows = ws->tok + s0, .n_x = n };
-		it[ni++] = (struct strata_mm_item){ .W = &mats[3 * i + 1], .x = xn, .ldx = e,
-						    .n_tok = c, .y = ws->u + (size_t)s0 * f,
-						    .ldy = f, .rows = ws->tok + s0, .n_x = n };
-	}
-	if (L->has_shexp) {
-		it[ni++] = (struct strata_mm_item){ .W = &L->gate_shexp, .x = xn, .ldx = e,
-						    .n_tok = n, .y = ws->gs, .ldy = fs };
-		it[ni++] = (struct strata_mm_item){ .W = &L->up_shexp, .x = xn, .ldx = e,
-						    .n_tok = n, .y = ws->us, .ldy = fs };
-		if (L->has_shexp_gate)
-			it[ni++] = (struct strata_mm_item){ .W = &L->gate_inp_shexp, .x = xn,
-							    .ldx = e, .n_tok = n, .y = ws->sg,
-							    .ldy = 1 };
-	}
-	strata_matmul_many(pool, it, ni);
-	for (size_t i = 0; i < slots * f; i++)
-		ws->g[i] = silu(ws->g[i]) * ws->u[i];
-	for (size_t i = 0; L->has_shexp && i < (size_t)n * fs; i++)
-		ws->gs[i] = silu(ws->gs[i]) * ws->us[i];
-	ni = 0;
-	for (uint32_t i = 0; i < na; i++) {
-		uint32_t x = ws->ids[i], c = ws->count[x], s0 = ws->start[x];
-
-		it[ni++] = (struct strata_mm_item){ .W = &mats[3 * i + 2],
-						    .x = ws->g + (size_t)s0 * f, .ldx = f,
-						    .n_tok = c, .y = ws->d + (size_t)s0 * e,
-						    .ldy = e };
-	}
-	if (L->has_shexp)
-		it[ni++] = (struct strata_mm_item){ .W = &L->down_shexp, .x = ws->gs, .ldx = fs,
-						    .n_tok = n, .y = out, .ldy = e };
-	strata_matmul_many(pool, it, ni);
-	if (!L->has_shexp)
-		memset(out, 0, (size_t)n * e * sizeof(float));
-	for (uint32_t t = 0; L->has_shexp_gate && t < n; t++) {
-		float g = 1.0f / (1.0f + expf(-ws->sg[t]));
-
-		for (int64_t i = 0; i < e; i++)
-			out[(size_t)t * e + i] *= g;
-	}
-	for (size_t i = 0; i < slots; i++)
-		strata_axpy_f32(out + (size_t)ws->tok[i] * e, ws->tokw[i], ws->d + i * e, e);
-	return 0;
-}
-
-int strata_moe_ffn(struct strata_moe_ws *ws, struct strata_pool *pool,
-		   const struct strata_hparams *hp, const struct strata_layer *L,
-		   struct strata_xstore *xs, uint32_t layer, const float *xn, uint32_t n,
-		   float *out)
-{
+	const struct strata_hparams *hp = &c->m->hp;
+	const struct pl_layer *L = &c->L[l];
 	const uint32_t ne = hp->n_expert, k = hp->n_expert_used;
-	const int64_t e = hp->n_embd;
+	int32_t *tok = strata_tensor_data(&c->ws_cpu.tok);
+	float *tokw = strata_tensor_data(&c->ws_cpu.tokw);
+	uint32_t na = 0, acc = 0;
 
-	strata_matmul(pool, &L->gate_inp, xn, e, n, ws->logits, ne);
-	memset(ws->count, 0, ne * sizeof(uint32_t));
-	for (uint32_t t = 0; t < n; t++) {
-		strata_moe_route(hp, L->exp_probs_b, ws->logits + (size_t)t * ne,
-				 ws->sel + (size_t)t * k, ws->w + (size_t)t * k);
-		for (uint32_t j = 0; j < k; j++)
-			ws->count[ws->sel[(size_t)t * k + j]]++;
+	memset(c->count, 0, ne * sizeof(*c->count));
+	for (uint32_t i = 0; i < n * k; i++)
+		c->count[ids[i]]++;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t x = 0; x < ne; x++)
+			if (c->count[x] && (L->be == c->cpu || L->dev_slot[x] != CTX_NONE) == !pass)
+				c->order[na++] = x;
+		if (!pass)
+			*n_be = na;
 	}
-	/* Group (token, weight) pairs by expert, tokens in order within each. */
-	for (uint32_t x = 0, acc = 0; x < ne; x++) {
-		ws->start[x] = acc;
-		acc += ws->count[x];
-		ws->count[x] = 0;
+	*n_act = na;
+	*m_be = 0;
+	for (uint32_t i = 0; i < na; i++) {
+		c->start[c->order[i]] = acc;
+		acc += c->count[c->order[i]];
+		c->count[c->order[i]] = 0;
+		if (i + 1 == *n_be)
+			*m_be = acc;
 	}
 	for (uint32_t t = 0; t < n; t++)
 		for (uint32_t j = 0; j < k; j++) {
-			uint32_t x = (uint32_t)ws->sel[(size_t)t * k + j];
-			uint32_t slot = ws->start[x] + ws->count[x]++;
+			uint32_t x = (uint32_t)ids[t * k + j], slot = c->start[x] + c->count[x]++;
 
-			ws->tok[slot] = t;
-			ws->tokw[slot] = ws->w[(size_t)t * k + j];
+			tok[slot] = (int32_t)t;
+			tokw[slot] = wts[t * k + j];
 		}
-	return moe_experts(ws, pool, hp, L, xs, layer, xn, n, out);
+}
+
+/* The weights of part p's experts into c->xw[3i..3i+2] (i: index in c->order). */
+static int expert_weights(struct strata_ctx *c, uint32_t l, const struct xpart *p)
+{
+	const struct pl_layer *L = &c->L[l];
+	int rc;
+
+	if (p->be != c->cpu || !c->xs) {
+		for (uint32_t i = p->e0; i < p->e1; i++)
+			for (int q = 0; q < 3; q++)
+				c->xw[3 * i + q] = p->be != c->cpu
+							   ? strata_t_expert(&L->xd[q],
+									     L->dev_slot[c->order[i]])
+							   : strata_t_expert(&L->xh[q], c->order[i]);
+		return 0;
+	}
+	rc = strata_xstore_fetch(c->xs, l, c->order + p->e0, p->e1 - p->e0, c->xmats + 3 * p->e0);
+	if (rc)
+		return rc;
+	for (uint32_t i = 3 * p->e0; i < 3 * p->e1; i++) {
+		const struct strata_mat *m = &c->xmats[i];
+
+		c->xw_buf[i] = (struct strata_buf){ .base = (void *)m->data,
+						    .size = m->row_bytes * (size_t)m->rows,
+						    .flags = STRATA_BUF_HOST };
+		c->xw[i] = L->xh[i % 3];
+		c->xw[i].n_dims = 2;
+		c->xw[i].ne[2] = 1;
+		c->xw[i].buf = &c->xw_buf[i];
+		c->xw[i].offset = 0;
+	}
+	return 0;
+}
+
+/* Gate and up of every expert of p (and the shared expert), SwiGLU, then every down. */
+static int products(struct strata_ctx *c, uint32_t l, const struct xpart *p, uint32_t n,
+		    struct strata_tensor *out)
+{
+	const struct pl_layer *L = &c->L[l];
+	struct ws *w = p->w;
+	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n), gs = strata_t_cols(&w->gs, 0, n);
+	struct strata_tensor us = strata_t_cols(&w->us, 0, n), sg = strata_t_cols(&w->sg, 0, n);
+	struct strata_tensor g = strata_t_cols(&w->g, p->m0, p->m1 - p->m0);
+	struct strata_tensor u = strata_t_cols(&w->u, p->m0, p->m1 - p->m0);
+	struct strata_matmul_item *it = c->items;
+	struct strata_op mm = { .code = STRATA_OP_MATMUL, .p.mm.items = c->items };
+	uint32_t ni = 0;
+
+	for (uint32_t i = p->e0; i < p->e1; i++) {
+		const uint32_t x = c->order[i], s0 = c->start[x], cnt = c->count[x];
+		struct strata_tensor *t = &c->xt[4 * i];
+
+		t[0] = strata_t_span(&w->tok, s0, cnt);
+		t[1] = strata_t_cols(&w->g, s0, cnt);
+		t[2] = strata_t_cols(&w->u, s0, cnt);
+		t[3] = strata_t_cols(&w->d, s0, cnt);
+		it[ni++] = (struct strata_matmul_item){ &c->xw[3 * i], &xn, &t[0], &t[1] };
+		it[ni++] = (struct strata_matmul_item){ &c->xw[3 * i + 1], &xn, &t[0], &t[2] };
+	}
+	if (p->shexp) {
+		it[ni++] = (struct strata_matmul_item){ &L->gate_shexp, &xn, NULL, &gs };
+		it[ni++] = (struct strata_matmul_item){ &L->up_shexp, &xn, NULL, &us };
+		if (t_has(&L->gate_inp_shexp))
+			it[ni++] = (struct strata_matmul_item){ &L->gate_inp_shexp, &xn, NULL, &sg };
+	}
+	mm.p.mm.n_items = ni;
+	if (ni)
+		RUN(strata_backend_run(p->be, &mm));
+	if (p->m1 > p->m0)
+		RUN(strata_op1(p->be, STRATA_OP_SWIGLU, &g, &g, &u));
+	if (p->shexp)
+		RUN(strata_op1(p->be, STRATA_OP_SWIGLU, &gs, &gs, &us));
+	ni = 0;
+	for (uint32_t i = p->e0; i < p->e1; i++)
+		it[ni++] = (struct strata_matmul_item){ &c->xw[3 * i + 2], &c->xt[4 * i + 1], NULL,
+							&c->xt[4 * i + 3] };
+	if (p->shexp)
+		it[ni++] = (struct strata_matmul_item){ &L->down_shexp, &gs, NULL, out };
+	mm.p.mm.n_items = ni;
+	if (ni)
+		RUN(strata_backend_run(p->be, &mm));
+	return 0;
+}
+
+/* out = the shared expert (gated) + the weighted sum of p's experts. */
+static int expert_part(struct strata_ctx *c, uint32_t l, const struct xpart *p, uint32_t n,
+		       struct strata_tensor *out)
+{
+	const struct pl_layer *L = &c->L[l];
+	struct ws *w = p->w;
+	struct strata_tensor sg = strata_t_cols(&w->sg, 0, n);
+	struct strata_tensor d = strata_t_cols(&w->d, p->m0, p->m1 - p->m0);
+	struct strata_tensor tok = strata_t_span(&w->tok, p->m0, p->m1 - p->m0);
+	struct strata_tensor tokw = strata_t_span(&w->tokw, p->m0, p->m1 - p->m0);
+	struct strata_op fill = { .code = STRATA_OP_FILL, .dst = out, .p.fill.value = 0.0f };
+	struct strata_op comb = { .code = STRATA_OP_MOE_COMBINE, .dst = out,
+				  .src = { &d, &tok, &tokw } };
+
+	RUN(expert_weights(c, l, p));
+	RUN(products(c, l, p, n, out));
+	if (!p->shexp)
+		RUN(strata_backend_run(p->be, &fill));
+	else if (t_has(&L->gate_inp_shexp))
+		RUN(strata_op1(p->be, STRATA_OP_SIGMOID_MUL, out, out, &sg));
+	if (p->m1 > p->m0)
+		RUN(strata_backend_run(p->be, &comb));
+	return 0;
+}
+
+/* The device holds this layer: its experts there, the others on the CPU, at once. */
+static int hybrid(struct strata_ctx *c, uint32_t l, uint32_t n)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	const uint32_t k = hp->n_expert_used;
+	struct pl_layer *L = &c->L[l];
+	struct strata_backend *dev = L->be;
+	struct ws *wd = &c->ws_dev, *wc = &c->ws_cpu;
+	struct strata_tensor out = strata_t_cols(&wd->out, 0, n), xin = strata_t_cols(&wd->xin, 0, n);
+	struct strata_tensor cout = strata_t_cols(&wc->out, 0, n);
+	const size_t row = (size_t)hp->n_embd * sizeof(float);
+	const int some_cpu = L->n_dev < hp->n_expert;
+	uint32_t na, nb, mb;
+
+	RUN(route(c, l, n));
+	/* the CPU's experts read xn: on its way while the ids come back */
+	if (some_cpu)
+		RUN(strata_backend_copy_out(dev, &wd->buf, wd->xn.offset, strata_tensor_data(&wc->xn),
+					    n * row, c->ev[0]));
+	RUN(strata_backend_copy_out(dev, &wd->buf, wd->ids.offset, c->h_ids,
+				    (size_t)n * k * sizeof(int32_t), NULL));
+	RUN(strata_backend_copy_out(dev, &wd->buf, wd->w.offset, c->h_w,
+				    (size_t)n * k * sizeof(float), NULL));
+	group(c, l, c->h_ids, c->h_w, n, &na, &nb, &mb);
+	{
+		struct xpart pd = { dev, wd, 0, nb, 0, mb, t_has(&L->gate_shexp) };
+		struct xpart pc = { c->cpu, wc, nb, na, mb, (uint32_t)n * k, 0 };
+
+		if (mb) { /* the device's lists, then its experts: queued, not waited for */
+			RUN(strata_backend_copy_in(dev, &wd->buf, wd->tok.offset,
+						   strata_tensor_data(&wc->tok), mb * sizeof(int32_t),
+						   NULL));
+			RUN(strata_backend_copy_in(dev, &wd->buf, wd->tokw.offset,
+						   strata_tensor_data(&wc->tokw), mb * sizeof(float),
+						   NULL));
+		}
+		RUN(expert_part(c, l, &pd, n, &out));
+		if (na == nb)
+			return 0;
+		RUN(strata_backend_sync_event(dev, c->ev[0]));
+		RUN(expert_part(c, l, &pc, n, &cout));
+		RUN(strata_backend_copy_in(dev, &wd->buf, wd->xin.offset,
+					   strata_tensor_data(&wc->out), n * row, c->ev[2]));
+		RUN(strata_backend_wait(dev, c->ev[2]));
+		RUN(strata_op1(dev, STRATA_OP_ADD, &out, &out, &xin));
+		/* the next layer may overwrite wc->out: the copy must have landed */
+		return strata_backend_sync_event(dev, c->ev[2]);
+	}
+}
+
+int strata_moe_block(struct strata_ctx *c, uint32_t l, uint32_t n)
+{
+	struct pl_layer *L = &c->L[l];
+	struct ws *w = &c->ws_cpu;
+	struct strata_tensor out = strata_t_cols(&w->out, 0, n);
+	uint32_t na, nb, mb;
+
+	if (L->be != c->cpu)
+		return hybrid(c, l, n);
+	RUN(route(c, l, n));
+	group(c, l, strata_tensor_data(&w->ids), strata_tensor_data(&w->w), n, &na, &nb, &mb);
+	{
+		struct xpart p = { c->cpu, w, 0, na, 0, mb, t_has(&L->gate_shexp) };
+
+		return expert_part(c, l, &p, n, &out);
+	}
 }

@@ -1,16 +1,17 @@
 /*
- * seq.c - the sequence state: its memory, truncation and snapshots.
+ * seq.c - the sequence state: its buffers on the backends that run its
+ * layers, truncation and snapshots.
  *
- * An F32 KV cache for the attention layers (as llama.cpp's reference runs),
- * the conv and recurrent states of the DeltaNet layers, and the scratch of
- * one forward batch.
+ * An F32 KV cache per attention layer (as llama.cpp's reference runs) and
+ * the conv and recurrent states per DeltaNet layer, each allocated on the
+ * backend placement gave the layer, so a device's layers find their state
+ * on the device.  Scratch is the context's, not the sequence's.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "seq_int.h"
+#include "model/ctx_int.h"
 #include "util/log.h"
 
 struct strata_seq_snapshot {
@@ -19,127 +20,84 @@ struct strata_seq_snapshot {
 	uint32_t pos;
 	int saved;                /* holds a state */
 	int stale;                /* KV rows below pos were rewritten since the save */
-	float *conv, *ssm;        /* copies of the DeltaNet states (NULL without) */
+	float *state;             /* host copies of the DeltaNet states (NULL without) */
 };
 
-static void *xcalloc(size_t n, size_t size)
+/* A contiguous F32 tensor [ne0, ne1, ne2] at buf + off. */
+static struct strata_tensor t3(struct strata_buf *buf, size_t off, int64_t ne0, int64_t ne1,
+			       int64_t ne2)
 {
-	/* 64-byte aligned, zeroed: kernels like aligned rows. */
-	void *p = NULL;
+	struct strata_tensor t = strata_t_f32(buf, off, ne0, ne1);
 
-	if (n && size > SIZE_MAX / n)
-		return NULL;
-	if (posix_memalign(&p, 64, n * size > 0 ? n * size : 64))
-		return NULL;
-	memset(p, 0, n * size);
-	return p;
+	t.n_dims = 3;
+	t.ne[2] = ne2;
+	t.nb[3] = t.nb[2] * (size_t)ne2;
+	return t;
 }
 
-/* Per-thread attention scratch: 64-byte aligned and NOT cleared, so only
- * the threads that run touch their pages. */
-static void *scratch_alloc(size_t n, size_t size)
-{
-	void *p = NULL;
-
-	if (n && size > SIZE_MAX / n)
-		return NULL;
-	if (posix_memalign(&p, 64, n * size > 0 ? n * size : 64))
-		return NULL;
-	return p;
-}
-
-/* Give every attention layer a KV slot and every DeltaNet layer a state slot. */
-static int assign_slots(struct strata_seq *s)
+static int alloc_layer(struct strata_seq *s, uint32_t l)
 {
 	const struct strata_hparams *hp = &s->m->hp;
+	struct seq_layer *S = &s->L[l];
+	const size_t bytes = strata_layer_state_bytes(s->m, l, s->n_ctx);
+	int rc;
 
-	s->kv_slot = calloc(hp->n_layer, sizeof(uint32_t));
-	s->dn_slot = calloc(hp->n_layer, sizeof(uint32_t));
-	if (!s->kv_slot || !s->dn_slot)
-		return -ENOMEM;
-	for (uint32_t l = 0; l < hp->n_layer; l++) {
-		int rec = s->m->layers[l].recurrent;
-
-		s->kv_slot[l] = rec ? SEQ_NO_SLOT : s->n_kv_layers++;
-		s->dn_slot[l] = rec ? s->n_dn_layers++ : SEQ_NO_SLOT;
+	S->be = s->c->L[l].be;
+	if ((rc = strata_backend_buf_alloc(S->be, bytes, STRATA_BUF_USE_STATE, &S->buf)))
+		return rc;
+	if (!s->m->layers[l].recurrent) {
+		/* [head_dim, ctx, n_kv]: the backend lays the rows out as it likes inside */
+		S->k = t3(&S->buf, 0, hp->head_dim, s->stride, hp->n_head_kv);
+		S->v = t3(&S->buf, S->k.nb[3], hp->head_dim_v, s->stride, hp->n_head_kv);
+		return 0;
 	}
-	return 0;
+	{
+		const int64_t ch = 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+
+		S->conv = strata_t_f32(&S->buf, 0, ch, hp->ssm_d_conv - 1);
+		S->ssm = t3(&S->buf, S->conv.nb[2], hp->ssm_d_state, hp->ssm_head_v,
+			    hp->ssm_dt_rank);
+	}
+	s->n_dn++;
+	s->state_floats += bytes / sizeof(float);
+	/* The CPU's state buffers come zeroed; a device's fresh memory need not. */
+	if (S->be->is_cpu)
+		return 0;
+	if ((rc = strata_op1(S->be, STRATA_OP_FILL, &S->conv, NULL, NULL)))
+		return rc;
+	return strata_op1(S->be, STRATA_OP_FILL, &S->ssm, NULL, NULL);
 }
 
-static int alloc_state(struct strata_seq *s)
+int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **out)
 {
-	const struct strata_hparams *hp = &s->m->hp;
-	size_t B = s->max_batch, ctx = s->stride;
-	int gated = 0, fused = 0;
-
-	for (uint32_t l = 0; l < hp->n_layer; l++) {
-		gated |= s->m->layers[l].attn_gated;
-		fused |= s->m->layers[l].dn.fused;
-	}
-	s->k = xcalloc((size_t)s->n_kv_layers * ctx, s->kv_dim * sizeof(float));
-	s->v = xcalloc((size_t)s->n_kv_layers * ctx, s->kv_dim_v * sizeof(float));
-	s->kb = xcalloc(B, s->kv_dim * sizeof(float));
-	s->vb = xcalloc(B, s->kv_dim_v * sizeof(float));
-	s->x = xcalloc(B, hp->n_embd * sizeof(float));
-	s->xn = xcalloc(B, hp->n_embd * sizeof(float));
-	s->q = xcalloc(B, (size_t)hp->n_head * hp->head_dim * sizeof(float));
-	s->att = xcalloc(B, (size_t)hp->n_head * hp->head_dim_v * sizeof(float));
-	s->hb = xcalloc(B, hp->n_ff * sizeof(float));
-	s->hb2 = xcalloc(B, hp->n_ff * sizeof(float));
-	s->ffn_out = xcalloc(B, hp->n_embd * sizeof(float));
-	s->scores = scratch_alloc(SEQ_MAX_THREADS, 4 * ctx * sizeof(float));
-	s->inv_freq = xcalloc(hp->n_rot / 2 + 1, sizeof(float));
-	if (!s->k || !s->v || !s->kb || !s->vb || !s->x || !s->xn || !s->q || !s->att ||
-	    !s->hb || !s->hb2 || !s->ffn_out || !s->scores || !s->inv_freq)
-		return -ENOMEM;
-	if (gated && !(s->qg = xcalloc(B, 2 * (size_t)hp->n_head * hp->head_dim * sizeof(float))))
-		return -ENOMEM;
-	if (hp->n_expert && strata_moe_ws_create(hp, s->max_batch, &s->moe))
-		return -ENOMEM;
-	if (s->n_dn_layers) {
-		s->conv_floats = strata_dn_conv_floats(hp);
-		s->ssm_floats = strata_dn_ssm_floats(hp);
-		s->conv = xcalloc(s->n_dn_layers, s->conv_floats * sizeof(float));
-		s->ssm = xcalloc(s->n_dn_layers, s->ssm_floats * sizeof(float));
-		if (!s->conv || !s->ssm || strata_dn_ws_create(hp, s->max_batch, fused, &s->dn))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-int strata_seq_create(const struct strata_model *m, uint32_t n_ctx, uint32_t max_batch,
-		      struct strata_seq **out)
-{
+	const struct strata_model *m = c->m;
 	const struct strata_hparams *hp = &m->hp;
+	const uint32_t nl = hp->n_layer - hp->n_nextn;
 	struct strata_seq *s;
+	int rc = 0;
 
 	*out = NULL;
 	if (n_ctx == 0)
 		n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
-	if (max_batch == 0 || max_batch > n_ctx)
-		max_batch = n_ctx;
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s || !(s->L = calloc(nl ? nl : 1, sizeof(*s->L)))) {
+		free(s);
+		strata_error("out of memory for a sequence");
 		return -ENOMEM;
+	}
+	s->c = c;
 	s->m = m;
 	s->n_ctx = n_ctx;
 	s->stride = (n_ctx + 15) & ~15u;
-	s->max_batch = max_batch;
-	s->kv_dim = hp->n_head_kv * hp->head_dim;
-	s->kv_dim_v = hp->n_head_kv * hp->head_dim_v;
-	if (assign_slots(s) || alloc_state(s)) {
-		strata_error("out of memory for a context of %u tokens (batch %u)", n_ctx, max_batch);
+	s->max_batch = c->max_batch < n_ctx ? c->max_batch : n_ctx;
+	for (uint32_t l = 0; l < nl && !rc; l++)
+		rc = alloc_layer(s, l);
+	if (rc) {
+		if (rc == -ENOMEM)
+			strata_error("out of memory for a context of %u tokens (%s)", n_ctx,
+				     s->L[0].be ? s->L[0].be->name : "cpu");
 		strata_seq_free(s);
-		return -ENOMEM;
-	}
-	/* theta_i = pos * base^(-2i/n_rot) * freq_scale / freq_factor_i */
-	for (uint32_t i = 0; i < hp->n_rot / 2; i++) {
-		double f = pow((double)hp->rope_base, -2.0 * i / (double)hp->n_rot);
-
-		f *= hp->rope_freq_scale;
-		if (m->rope_freqs)
-			f /= m->rope_freqs[i];
-		s->inv_freq[i] = (float)f;
+		return rc;
 	}
 	*out = s;
 	return 0;
@@ -147,47 +105,55 @@ int strata_seq_create(const struct strata_model *m, uint32_t n_ctx, uint32_t max
 
 void strata_seq_free(struct strata_seq *s)
 {
+	const uint32_t nl = s ? s->m->hp.n_layer - s->m->hp.n_nextn : 0;
+
 	if (!s)
 		return;
 	for (struct strata_seq_snapshot *p = s->snaps; p; p = p->next)
 		p->seq = NULL;
-	free(s->kv_slot);
-	free(s->dn_slot);
-	free(s->k);
-	free(s->v);
-	free(s->conv);
-	free(s->ssm);
-	free(s->kb);
-	free(s->vb);
-	free(s->x);
-	free(s->xn);
-	free(s->q);
-	free(s->att);
-	free(s->qg);
-	free(s->hb);
-	free(s->hb2);
-	free(s->ffn_out);
-	strata_moe_ws_free(s->moe);
-	strata_dn_ws_free(s->dn);
-	free(s->scores);
-	free(s->inv_freq);
+	for (uint32_t l = 0; l < nl; l++)
+		if (s->L[l].be)
+			strata_backend_buf_free(s->L[l].be, &s->L[l].buf);
+	free(s->L);
 	free(s);
 }
 
 uint32_t strata_seq_pos(const struct strata_seq *s) { return s->pos; }
 uint32_t strata_seq_n_ctx(const struct strata_seq *s) { return s->n_ctx; }
+struct strata_ctx *strata_seq_ctx(const struct strata_seq *s) { return s->c; }
 uint32_t strata_seq_max_batch(const struct strata_seq *s) { return s->max_batch; }
-int strata_seq_recurrent(const struct strata_seq *s) { return s->n_dn_layers > 0; }
-void strata_seq_set_xstore(struct strata_seq *s, struct strata_xstore *xs) { s->xs = xs; }
+int strata_seq_recurrent(const struct strata_seq *s) { return s->n_dn > 0; }
+
+/* Zero every DeltaNet state (a reset to position 0). */
+static int zero_states(struct strata_seq *s)
+{
+	const uint32_t nl = s->m->hp.n_layer - s->m->hp.n_nextn;
+	int rc = 0;
+
+	for (uint32_t l = 0; l < nl && !rc; l++) {
+		struct seq_layer *S = &s->L[l];
+
+		if (!s->m->layers[l].recurrent)
+			continue;
+		if (S->be->is_cpu) {
+			memset(S->buf.base, 0, S->buf.size);
+			continue;
+		}
+		if (!(rc = strata_op1(S->be, STRATA_OP_FILL, &S->conv, NULL, NULL)) &&
+		    !(rc = strata_op1(S->be, STRATA_OP_FILL, &S->ssm, NULL, NULL)))
+			rc = strata_backend_sync(S->be);
+	}
+	return rc;
+}
 
 int strata_seq_truncate(struct strata_seq *s, uint32_t pos)
 {
-	if (pos > s->pos || (s->n_dn_layers && pos != 0 && pos != s->pos))
+	int rc;
+
+	if (pos > s->pos || (s->n_dn && pos != 0 && pos != s->pos))
 		return -EINVAL;
-	if (s->n_dn_layers && pos == 0) {
-		memset(s->conv, 0, s->n_dn_layers * s->conv_floats * sizeof(float));
-		memset(s->ssm, 0, s->n_dn_layers * s->ssm_floats * sizeof(float));
-	}
+	if (s->n_dn && pos == 0 && (rc = zero_states(s)))
+		return rc;
 	s->pos = pos;
 	return 0;
 }
@@ -208,18 +174,11 @@ int strata_seq_snapshot_create(struct strata_seq *s, struct strata_seq_snapshot 
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
-	if (s->n_dn_layers) {
-		p->conv = xcalloc(s->n_dn_layers, s->conv_floats * sizeof(float));
-		p->ssm = xcalloc(s->n_dn_layers, s->ssm_floats * sizeof(float));
-		if (!p->conv || !p->ssm) {
-			free(p->conv);
-			free(p->ssm);
-			free(p);
-			strata_error("out of memory for a sequence snapshot (%zu MiB)",
-				     (s->n_dn_layers * (s->conv_floats + s->ssm_floats) *
-				      sizeof(float)) >> 20);
-			return -ENOMEM;
-		}
+	if (s->n_dn && !(p->state = malloc(s->state_floats * sizeof(float)))) {
+		free(p);
+		strata_error("out of memory for a sequence snapshot (%zu MiB)",
+			     (s->state_floats * sizeof(float)) >> 20);
+		return -ENOMEM;
 	}
 	p->seq = s;
 	p->next = s->snaps;
@@ -239,19 +198,40 @@ void strata_seq_snapshot_free(struct strata_seq_snapshot *snap)
 			pp = &(*pp)->next;
 		*pp = snap->next;
 	}
-	free(snap->conv);
-	free(snap->ssm);
+	free(snap->state);
 	free(snap);
+}
+
+/* Copy every DeltaNet state into (save) or out of (restore) the host array. */
+static int copy_states(struct strata_seq *s, float *host, int save)
+{
+	const uint32_t nl = s->m->hp.n_layer - s->m->hp.n_nextn;
+	size_t at = 0;
+	int rc;
+
+	for (uint32_t l = 0; l < nl; l++) {
+		struct seq_layer *S = &s->L[l];
+
+		if (!s->m->layers[l].recurrent)
+			continue;
+		rc = save ? strata_backend_copy_out(S->be, &S->buf, 0, host + at, S->buf.size, NULL)
+			  : strata_backend_copy_in(S->be, &S->buf, 0, host + at, S->buf.size, NULL);
+		if (rc)
+			return rc;
+		at += S->buf.size / sizeof(float);
+	}
+	return 0;
 }
 
 int strata_seq_save(struct strata_seq *s, struct strata_seq_snapshot *snap)
 {
+	int rc;
+
 	if (snap->seq != s)
 		return -EINVAL;
-	if (s->n_dn_layers) {
-		memcpy(snap->conv, s->conv, s->n_dn_layers * s->conv_floats * sizeof(float));
-		memcpy(snap->ssm, s->ssm, s->n_dn_layers * s->ssm_floats * sizeof(float));
-	}
+	snap->saved = 0;
+	if (s->n_dn && (rc = copy_states(s, snap->state, 1)))
+		return rc;
 	snap->pos = s->pos;
 	snap->saved = 1;
 	snap->stale = 0;
@@ -260,14 +240,14 @@ int strata_seq_save(struct strata_seq *s, struct strata_seq_snapshot *snap)
 
 int strata_seq_restore(struct strata_seq *s, const struct strata_seq_snapshot *snap)
 {
+	int rc;
+
 	if (snap->seq != s || !snap->saved)
 		return -EINVAL;
 	if (snap->stale)
 		return -ESTALE;
-	if (s->n_dn_layers) {
-		memcpy(s->conv, snap->conv, s->n_dn_layers * s->conv_floats * sizeof(float));
-		memcpy(s->ssm, snap->ssm, s->n_dn_layers * s->ssm_floats * sizeof(float));
-	}
+	if (s->n_dn && (rc = copy_states(s, snap->state, 0)))
+		return rc;
 	s->pos = snap->pos;
 	return 0;
 }

@@ -25,7 +25,9 @@
 #endif
 
 #include "config/config.h"
+#include "cpu/kernels.h"
 #include "plugin/dl.h"
+#include "strata/backend.h"
 #include "util/log.h"
 
 #define NAME_MAX_LEN 64
@@ -155,6 +157,17 @@ static int host_load_plugin(const struct strata_host *host, uint32_t kind, const
 		return rc; /* logged with the file and the reason */
 	*desc = p->desc;
 	*plugin_host = &p->host;
+	return 0;
+}
+
+/* Host version 3: the reference dequantisation a backend is tested against. */
+static int host_dequantize(uint32_t type, const void *src, float *dst, int64_t n)
+{
+	uint32_t blk = strata_type_block(type);
+
+	if (!strata_type_supported(type) || !blk || n < 0 || n % blk)
+		return -EINVAL;
+	strata_dequant(type, src, dst, n);
 	return 0;
 }
 
@@ -380,6 +393,28 @@ static int check_desc(const struct strata_plugin_desc *d, struct refusal *why)
 		if (missing)
 			return refuse(why, -EBADMSG, "required method %s NULL", missing);
 	}
+	if (d->kind == STRATA_PLUGIN_GPU) {
+		const struct strata_backend_ops *o = d->ops;
+		const char *missing = !o->open ? "open"
+				      : !o->close ? "close"
+				      : !o->info ? "info"
+				      : !o->supports ? "supports"
+				      : !o->buf_alloc ? "buf_alloc"
+				      : !o->buf_free ? "buf_free"
+				      : !o->copy_in ? "copy_in"
+				      : !o->copy_out ? "copy_out"
+				      : !o->run ? "run"
+				      : !o->event_create ? "event_create"
+				      : !o->event_free ? "event_free"
+				      : !o->record_event ? "record_event"
+				      : !o->wait_event ? "wait_event"
+				      : !o->sync_event ? "sync_event"
+				      : !o->synchronize ? "synchronize"
+				      : NULL;
+
+		if (missing)
+			return refuse(why, -EBADMSG, "required method %s NULL", missing);
+	}
 	if (d->kind == STRATA_PLUGIN_IO) {
 		const struct strata_io_ops *o = d->ops;
 		const char *missing = !o->open ? "open"
@@ -442,13 +477,14 @@ static int admit(struct strata_registry *reg, struct plugin_rec *rec, struct ref
 		return refuse(why, -EEXIST, "plugin '%s' is already loaded from %s", d->name,
 			      clash->pub.path);
 	rec->pub.host = (struct strata_host){
-		.version = 2,
+		.version = 3,
 		.log = host_log,
 		.config_get = host_config_get,
 		.aligned_alloc = host_aligned_alloc,
 		.aligned_free = host_aligned_free,
 		.core = rec,
 		.load_plugin = host_load_plugin,
+		.dequantize = host_dequantize,
 	};
 	reg->probing = 1;
 	rec->pub.score = d->probe(&rec->pub.host);
@@ -736,6 +772,7 @@ int strata_registry_scan(struct strata_registry *reg, strata_scan_fn fn, void *u
 
 struct best_io {
 	const struct strata_plugin *p;
+	uint32_t kind;
 };
 
 static void pick_best(void *user, const char *path, const struct strata_plugin *p, int err,
@@ -746,28 +783,39 @@ static void pick_best(void *user, const char *path, const struct strata_plugin *
 	(void)path;
 	(void)err;
 	(void)reason;
-	if (p && p->desc->kind == STRATA_PLUGIN_IO && (!b->p || p->score > b->p->score))
+	if (p && p->desc->kind == b->kind && (!b->p || p->score > b->p->score))
 		b->p = p;
+}
+
+int strata_registry_best(struct strata_registry *reg, uint32_t kind, struct strata_plugin **out)
+{
+	struct best_io b = { NULL, kind };
+	int rc;
+
+	*out = NULL;
+	rc = strata_registry_scan(reg, pick_best, &b);
+	if (rc < 0)
+		return rc;
+	if (!b.p)
+		return -ENOENT;
+	*out = (struct strata_plugin *)b.p; /* the registry's own: it hands out mutable ones */
+	return 0;
 }
 
 int strata_registry_pick_io(struct strata_registry *reg, const char *name, const char *what,
 			    struct strata_plugin **out)
 {
-	struct best_io b = { NULL };
 	int rc;
 
 	*out = NULL;
 	if (name && *name && strcmp(name, "auto") != 0)
 		return strata_registry_load(reg, STRATA_PLUGIN_IO, name, out);
-	rc = strata_registry_scan(reg, pick_best, &b);
-	if (rc < 0)
-		return rc;
-	if (!b.p) {
+	rc = strata_registry_best(reg, STRATA_PLUGIN_IO, out);
+	if (rc == -ENOENT) {
 		strata_error("no io plugin (strata-io-*.so) usable on this machine for %s on the "
 			     "plugin search path (see `strata plugins`; --plugin-dir adds a "
 			     "directory)", what);
 		return -ENOENT;
 	}
-	*out = (struct strata_plugin *)b.p; /* the registry's own: it hands out mutable ones */
-	return 0;
+	return rc;
 }

@@ -81,6 +81,13 @@ int strata_registry_scan(struct strata_registry *reg, strata_scan_fn fn, void *u
 int strata_registry_pick_io(struct strata_registry *reg, const char *name, const char *what,
 			    struct strata_plugin **out);
 
+/*
+ * The plugin of `kind` on the search path whose probe scores best here:
+ * 0, -ENOENT when there is none (not logged: the caller decides what that
+ * means), or -errno of the scan (logged).
+ */
+int strata_registry_best(struct strata_registry *reg, uint32_t kind, struct strata_plugin **out);
+
 const char *strata_plugin_kind_name(uint32_t kind);
 
 /* `strata plugins [-c FILE] [--plugin-dir DIR]`: list what the search path holds. */

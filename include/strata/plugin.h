@@ -32,7 +32,9 @@ extern "C" {
 #endif
 
 #define STRATA_PLUGIN_ABI_MAJOR 1
-#define STRATA_PLUGIN_ABI_MINOR 1 /* 1: strata_host version 2 (load_plugin) */
+/* 1: strata_host version 2 (load_plugin); 2: the gpu kind's ops table
+ * (strata/backend.h), strata_host version 3 (dequantize) */
+#define STRATA_PLUGIN_ABI_MINOR 2
 #define STRATA_PLUGIN_ABI \
 	((uint32_t)((STRATA_PLUGIN_ABI_MAJOR << 16) | STRATA_PLUGIN_ABI_MINOR))
 #define STRATA_PLUGIN_ENTRY_SYMBOL "strata_plugin_entry"
@@ -46,7 +48,7 @@ extern "C" {
 /* Plugin kinds.  Values are part of the ABI and never reused. */
 enum strata_plugin_kind {
 	STRATA_PLUGIN_IO = 1,   /* reads bytes of a file at offsets   */
-	STRATA_PLUGIN_GPU = 2,  /* a compute device                   */
+	STRATA_PLUGIN_GPU = 2,  /* a compute device (strata/backend.h) */
 	STRATA_PLUGIN_PATH = 3, /* how a prompt part is read          */
 };
 
@@ -63,7 +65,7 @@ struct strata_plugin_desc;
  * What the core lends a plugin.  Valid from load until unload.
  */
 struct strata_host {
-	uint32_t version; /* 2; fields after `core` exist from the version named */
+	uint32_t version; /* 3; fields after `core` exist from the version named */
 	/* printf-style log line, prefixed with the plugin's name by the core. */
 	void (*log)(const struct strata_host *host, int level, const char *fmt,
 		    ...)
@@ -100,6 +102,16 @@ struct strata_host {
 	int (*load_plugin)(const struct strata_host *host, uint32_t kind, const char *name,
 			   const struct strata_plugin_desc **desc,
 			   const struct strata_host **plugin_host);
+
+	/* ---- version 3 (ABI 1.2) ---- */
+	/*
+	 * The reference dequantisation: n values (a multiple of the type's
+	 * block) of GGUF type `type` at src, in the layouts of
+	 * strata/quants.h, into dst as floats, bit-identical to ggml's.  What
+	 * a backend's kernels are tested against.  0, or -EINVAL for a type
+	 * strata does not compute with or an n that is not whole blocks.
+	 */
+	int (*dequantize)(uint32_t type, const void *src, float *dst, int64_t n);
 };
 
 /*
@@ -116,7 +128,10 @@ struct strata_plugin_desc {
 	 * higher = better.  Must be cheap and free of side effects.
 	 */
 	int (*probe)(const struct strata_host *host);
-	/* Required.  The kind's ops table (struct strata_path_ops, ...). */
+	/*
+	 * Required.  The kind's ops table: struct strata_io_ops,
+	 * strata_path_ops, or strata_backend_ops (strata/backend.h) for gpu.
+	 */
 	const void *ops;
 	/*
 	 * Keys the plugin's INI section ([name]) accepts, NULL-terminated; NULL

@@ -1,10 +1,12 @@
 /*
- * deltanet.c - the Gated DeltaNet mixer (qwen3next's linear attention) on the CPU.
+ * exec_dn.c - STRATA_OP_DELTANET on the CPU: the Gated DeltaNet mixer
+ * (qwen3next's linear attention) after its input projections.
  *
- * A batch: one pass of the input projections (qkv, z, b/a), the causal conv
- * + SiLU over the qkv channels with q/k L2 norms and the per-head decay and
- * beta (parallel over tokens), the delta rule per value head (parallel over
- * heads), the gated RMSNorm, and the output projection.
+ * A batch (its input projections qkv, z and b/a already made by the layer
+ * loop's MATMUL): the causal conv + SiLU over the qkv channels with q/k L2
+ * norms and the per-head decay and beta (parallel over tokens), the delta
+ * rule per value head (parallel over heads), and the gated RMSNorm; the
+ * output projection is the layer loop's next MATMUL.
  *
  * The state S of a head is [dv][dk].  The chunked form, for the c tokens of
  * a chunk with cumulative log-decay G from the chunk's start state S0 (the
@@ -19,100 +21,15 @@
  * Apart from the c x c triangular inverse, the work is F32 matrix products
  * (strata_matmul on the calling thread), so it runs at the SIMD level in use.
  */
-#include "deltanet.h"
+#include "backend/deltanet.h"
+#include "backend/exec_int.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct strata_dn_ws {
-	uint32_t max_batch;
-	uint32_t conv_ch;   /* 2*nk*dk + nv*dv */
-	float *qkv;         /* [B][conv_ch] the conv's input */
-	float *qkvz;        /* [B][conv_ch + nv*dv] fused ssm_in output (or NULL) */
-	float *xc;          /* [B][conv_ch] conv + SiLU; q, k normalised */
-	float *z;           /* [B][nv*dv] output gate */
-	float *ba;          /* [B][2*nv] */
-	float *g, *beta;    /* [B][nv] */
-	float *o;           /* [B][nv*dv] */
-	float *scratch;     /* [nv][scratch_per] one per head share */
-	size_t scratch_per;
-};
-
-static void *zalloc(size_t n, size_t size)
-{
-	void *p = NULL;
-
-	if (n && size > SIZE_MAX / n)
-		return NULL;
-	if (posix_memalign(&p, 64, n * size > 0 ? n * size : 64))
-		return NULL;
-	memset(p, 0, n * size);
-	return p;
-}
-
-static uint32_t conv_channels(const struct strata_hparams *hp)
-{
-	return 2 * hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
-}
-
-size_t strata_dn_conv_floats(const struct strata_hparams *hp)
-{
-	return (size_t)(hp->ssm_d_conv - 1) * conv_channels(hp);
-}
-
-size_t strata_dn_ssm_floats(const struct strata_hparams *hp)
-{
-	return (size_t)hp->ssm_dt_rank * hp->ssm_d_state * hp->ssm_head_v;
-}
-
-void strata_dn_ws_free(struct strata_dn_ws *ws)
-{
-	if (!ws)
-		return;
-	free(ws->qkv);
-	free(ws->qkvz);
-	free(ws->xc);
-	free(ws->z);
-	free(ws->ba);
-	free(ws->g);
-	free(ws->beta);
-	free(ws->o);
-	free(ws->scratch);
-	free(ws);
-}
-
-int strata_dn_ws_create(const struct strata_hparams *hp, uint32_t max_batch, int fused,
-			struct strata_dn_ws **out)
-{
-	struct strata_dn_ws *ws = calloc(1, sizeof(*ws));
-	size_t B = max_batch, nv = hp->ssm_dt_rank;
-
-	*out = NULL;
-	if (!ws)
-		return -ENOMEM;
-	ws->max_batch = max_batch;
-	ws->conv_ch = conv_channels(hp);
-	ws->scratch_per = strata_dn_rule_scratch(hp->ssm_d_state, hp->ssm_head_v);
-	ws->qkv = zalloc(B, ws->conv_ch * sizeof(float));
-	ws->xc = zalloc(B, ws->conv_ch * sizeof(float));
-	ws->z = zalloc(B, hp->ssm_d_inner * sizeof(float));
-	ws->ba = zalloc(B, 2 * nv * sizeof(float));
-	ws->g = zalloc(B, nv * sizeof(float));
-	ws->beta = zalloc(B, nv * sizeof(float));
-	ws->o = zalloc(B, hp->ssm_d_inner * sizeof(float));
-	ws->scratch = zalloc(nv, ws->scratch_per * sizeof(float));
-	if (fused)
-		ws->qkvz = zalloc(B, (ws->conv_ch + hp->ssm_d_inner) * sizeof(float));
-	if ((fused && !ws->qkvz) || !ws->qkv || !ws->xc || !ws->z || !ws->ba || !ws->g || !ws->beta || !ws->o ||
-	    !ws->scratch) {
-		strata_dn_ws_free(ws);
-		return -ENOMEM;
-	}
-	*out = ws;
-	return 0;
-}
+#include "cpu/pool.h"
 
 /* ---- the delta rule, one head ------------------------------------------------ */
 
@@ -264,15 +181,13 @@ void strata_dn_rule_chunked(const float *q, const float *k, const float *v, size
 	}
 }
 
-/* ---- the layer ------------------------------------------------------------------ */
+/* ---- the op ------------------------------------------------------------------ */
 
 struct dn_task {
-	struct strata_dn_ws *ws;
-	const struct strata_hparams *hp;
-	const struct strata_layer *L;
-	uint32_t n;
-	const float *conv;   /* state before the batch */
-	float *ssm;
+	struct strata_exec *x;
+	const struct strata_op *op;
+	uint32_t n, ch;
+	size_t ld_qkv, ld_z, ld_ba, ld_o;
 };
 
 static inline float silu(float x)
@@ -306,42 +221,44 @@ static void l2norm(float *x, uint32_t n, float eps, float scale)
  */
 static void conv_worker(void *arg, int ith, int nth)
 {
-	struct dn_task *a = arg;
-	const struct strata_hparams *hp = a->hp;
-	const struct strata_deltanet *dn = &a->L->dn;
-	struct strata_dn_ws *ws = a->ws;
-	const uint32_t ch = ws->conv_ch, K = hp->ssm_d_conv, nk = hp->ssm_n_group;
-	const uint32_t dk = hp->ssm_d_state, nv = hp->ssm_dt_rank, r = nv / nk;
-	const float qscale = 1.0f / sqrtf((float)dk);
+	const struct dn_task *a = arg;
+	const struct strata_op *op = a->op;
+	struct strata_exec *x = a->x;
+	const uint32_t ch = a->ch, K = op->p.dn.d_conv, nk = op->p.dn.n_group;
+	const uint32_t dk = op->p.dn.d_state, nv = op->p.dn.n_head_v, r = nv / nk;
+	const float qscale = 1.0f / sqrtf((float)dk), eps = op->p.dn.eps;
+	const float *qkv = strata_tensor_data(op->src[0]), *ba0 = strata_tensor_data(op->src[2]);
+	const float *state = strata_tensor_data(op->src[3]), *kern = strata_tensor_data(op->src[5]);
+	const float *dt_bias = strata_tensor_data(op->src[6]), *A = strata_tensor_data(op->src[7]);
 	long begin, end;
 
 	strata_split((long)a->n, ith, nth, &begin, &end);
 	for (long t = begin; t < end; t++) {
-		float *y = ws->xc + (size_t)t * ch;
-		const float *ba = ws->ba + (size_t)t * 2 * nv;
+		float *y = x->dn_xc + (size_t)t * ch;
+		const float *ba = ba0 + (size_t)t * a->ld_ba;
 
 		memset(y, 0, ch * sizeof(float));
 		for (uint32_t j = 0; j < K; j++) {
 			long src = t + (long)j - (long)(K - 1);
-			const float *x = src < 0 ? a->conv + (size_t)(t + j) * ch
-						 : ws->qkv + (size_t)src * ch;
+			const float *in = src < 0 ? state + (size_t)(t + j) * ch
+						  : qkv + (size_t)src * a->ld_qkv;
 
 			for (uint32_t c = 0; c < ch; c++)
-				y[c] += dn->conv[(size_t)c * K + j] * x[c];
+				y[c] += kern[(size_t)c * K + j] * in[c];
 		}
 		for (uint32_t c = 0; c < ch; c++)
 			y[c] = silu(y[c]);
 		for (uint32_t h = 0; h < nk; h++) {
-			l2norm(y + (size_t)h * dk, dk, hp->rms_eps, qscale);
-			l2norm(y + (size_t)(nk + h) * dk, dk, hp->rms_eps, 1.0f);
+			l2norm(y + (size_t)h * dk, dk, eps, qscale);
+			l2norm(y + (size_t)(nk + h) * dk, dk, eps, 1.0f);
 		}
-		/* ssm_ba holds, per key head, the b of its r value heads, then their a. */
+		/* ba holds, per key head, the b of its r value heads, then their a. */
 		for (uint32_t h = 0; h < nv; h++) {
 			uint32_t gi = h / r, j = h % r;
 			float b = ba[gi * 2 * r + j], al = ba[gi * 2 * r + r + j];
 
-			ws->beta[(size_t)t * nv + h] = 1.0f / (1.0f + expf(-b));
-			ws->g[(size_t)t * nv + h] = dn->a[h] * softplus(al + dn->dt_bias[h]);
+			x->dn_beta[(size_t)t * nv + h] = 1.0f / (1.0f + expf(-b));
+			x->dn_g[(size_t)t * nv + h] = A[h] * softplus(al + dt_bias[h]);
 		}
 	}
 }
@@ -349,104 +266,108 @@ static void conv_worker(void *arg, int ith, int nth)
 /* Value heads split over the shares: the delta rule, then the gated RMSNorm. */
 static void head_worker(void *arg, int ith, int nth)
 {
-	struct dn_task *a = arg;
-	const struct strata_hparams *hp = a->hp;
-	const struct strata_deltanet *dn = &a->L->dn;
-	struct strata_dn_ws *ws = a->ws;
-	const uint32_t ch = ws->conv_ch, nk = hp->ssm_n_group, dk = hp->ssm_d_state;
-	const uint32_t nv = hp->ssm_dt_rank, dv = hp->ssm_head_v, r = nv / nk;
-	const size_t ldo = (size_t)nv * dv;
-	float *scratch = ws->scratch + (size_t)ith * ws->scratch_per;
+	const struct dn_task *a = arg;
+	const struct strata_op *op = a->op;
+	struct strata_exec *x = a->x;
+	const uint32_t ch = a->ch, nk = op->p.dn.n_group, dk = op->p.dn.d_state;
+	const uint32_t nv = op->p.dn.n_head_v, dv = op->p.dn.d_head_v, r = nv / nk;
+	const size_t per = strata_dn_rule_scratch(dk, dv);
+	const float *norm = strata_tensor_data(op->p.dn.norm), *z0 = strata_tensor_data(op->src[1]);
+	float *ssm = strata_tensor_data(op->src[4]), *o0 = strata_tensor_data(op->dst);
+	float *scratch = x->dn_rule + (size_t)ith * per;
 	long begin, end;
 
 	strata_split((long)nv, ith, nth, &begin, &end);
 	for (long h = begin; h < end; h++) {
 		/* value head h reads key head h / r (llama.cpp's repeat-interleave) */
-		const float *q = ws->xc + (size_t)(h / r) * dk;
-		const float *k = ws->xc + (size_t)(nk + h / r) * dk;
-		const float *v = ws->xc + (size_t)2 * nk * dk + (size_t)h * dv;
-		float *S = a->ssm + (size_t)h * dk * dv, *o = ws->o + (size_t)h * dv;
+		const float *q = x->dn_xc + (size_t)(h / r) * dk;
+		const float *k = x->dn_xc + (size_t)(nk + h / r) * dk;
+		const float *v = x->dn_xc + (size_t)2 * nk * dk + (size_t)h * dv;
+		float *S = ssm + (size_t)h * dk * dv, *o = o0 + (size_t)h * dv;
 
 		if (a->n == 1)
-			strata_dn_rule_recurrent(q, k, v, ch, ch, ch, ws->g + h, ws->beta + h, nv,
-						 a->n, dk, dv, S, o, ldo, scratch);
+			strata_dn_rule_recurrent(q, k, v, ch, ch, ch, x->dn_g + h, x->dn_beta + h, nv,
+						 a->n, dk, dv, S, o, a->ld_o, scratch);
 		else
-			strata_dn_rule_chunked(q, k, v, ch, ch, ch, ws->g + h, ws->beta + h, nv,
-					       a->n, dk, dv, S, o, ldo, scratch);
+			strata_dn_rule_chunked(q, k, v, ch, ch, ch, x->dn_g + h, x->dn_beta + h, nv,
+					       a->n, dk, dv, S, o, a->ld_o, scratch);
 		for (uint32_t t = 0; t < a->n; t++) {
-			float *ot = o + t * ldo;
-			const float *zt = ws->z + t * ldo + (size_t)h * dv;
+			float *ot = o + t * a->ld_o;
+			const float *zt = z0 + t * a->ld_z + (size_t)h * dv;
 			double ss = 0.0;
 			float sc;
 
-			for (uint32_t x = 0; x < dv; x++)
-				ss += (double)ot[x] * ot[x];
-			sc = (float)(1.0 / sqrt(ss / dv + hp->rms_eps));
-			for (uint32_t x = 0; x < dv; x++)
-				ot[x] = ot[x] * sc * dn->norm[x] * silu(zt[x]);
+			for (uint32_t i = 0; i < dv; i++)
+				ss += (double)ot[i] * ot[i];
+			sc = (float)(1.0 / sqrt(ss / dv + op->p.dn.eps));
+			for (uint32_t i = 0; i < dv; i++)
+				ot[i] = ot[i] * sc * norm[i] * silu(zt[i]);
 		}
 	}
 }
 
 /* Keep the last d_conv-1 conv inputs: the tail of (state, this batch). */
-static void conv_state_update(float *conv, const float *qkv, uint32_t n, uint32_t keep,
-			      uint32_t ch)
+static void conv_state_update(float *conv, const float *qkv, size_t ld, uint32_t n,
+			      uint32_t keep, uint32_t ch)
 {
-	if (n >= keep) {
-		memcpy(conv, qkv + (size_t)(n - keep) * ch, (size_t)keep * ch * sizeof(float));
-		return;
-	}
-	memmove(conv, conv + (size_t)n * ch, (size_t)(keep - n) * ch * sizeof(float));
-	memcpy(conv + (size_t)(keep - n) * ch, qkv, (size_t)n * ch * sizeof(float));
+	uint32_t from_state = n >= keep ? 0 : keep - n;
+
+	memmove(conv, conv + (size_t)(keep - from_state) * ch,
+		(size_t)from_state * ch * sizeof(float));
+	for (uint32_t i = from_state; i < keep; i++)
+		memcpy(conv + (size_t)i * ch, qkv + (size_t)(n - keep + i) * ld, ch * sizeof(float));
 }
 
-/*
- * The fused ssm_in output, per key head [q, k, v of its r value heads, z of
- * them], into the conv input [all q, all k, all v] and z.
- */
-static void unpack_qkvz(struct strata_dn_ws *ws, const struct strata_hparams *hp, uint32_t n)
+static int dn_check(const struct strata_op *op, uint32_t n, uint32_t ch)
 {
-	const size_t nk = hp->ssm_n_group, dk = hp->ssm_d_state;
-	const size_t rv = (size_t)hp->ssm_d_inner / nk; /* r * dv */
-	const size_t ch = ws->conv_ch, in = ch + hp->ssm_d_inner;
+	const uint32_t nk = op->p.dn.n_group, nv = op->p.dn.n_head_v, dv = op->p.dn.d_head_v;
+	const uint32_t dk = op->p.dn.d_state, K = op->p.dn.d_conv;
 
-	for (size_t t = 0; t < n; t++)
-		for (size_t g = 0; g < nk; g++) {
-			const float *src = ws->qkvz + t * in + g * (2 * dk + 2 * rv);
-			float *qkv = ws->qkv + t * ch;
-
-			memcpy(qkv + g * dk, src, dk * sizeof(float));
-			memcpy(qkv + (nk + g) * dk, src + dk, dk * sizeof(float));
-			memcpy(qkv + 2 * nk * dk + g * rv, src + 2 * dk, rv * sizeof(float));
-			memcpy(ws->z + t * hp->ssm_d_inner + g * rv, src + 2 * dk + rv,
-			       rv * sizeof(float));
-		}
+	if (!nk || !nv || nv % nk || !dk || !dv || K < 2 || ch != 2 * nk * dk + nv * dv ||
+	    op->src[1]->ne[0] != (int64_t)nv * dv || op->src[2]->ne[0] != 2 * (int64_t)nv ||
+	    op->src[3]->ne[0] * op->src[3]->ne[1] != (int64_t)ch * (K - 1) ||
+	    op->src[4]->ne[0] * op->src[4]->ne[1] * op->src[4]->ne[2] != (int64_t)dk * dv * nv ||
+	    op->src[5]->ne[0] != K || op->src[5]->ne[1] != ch || op->src[6]->ne[0] != nv ||
+	    op->src[7]->ne[0] != nv || !op->p.dn.norm || op->p.dn.norm->ne[0] != dv ||
+	    op->dst->ne[0] != (int64_t)nv * dv || op->dst->ne[1] != n)
+		return -EINVAL;
+	return 0;
 }
 
-void strata_deltanet(struct strata_dn_ws *ws, struct strata_pool *pool,
-		     const struct strata_hparams *hp, const struct strata_layer *L,
-		     const float *xn, uint32_t n, float *conv, float *ssm, float *out)
+int strata_exec_deltanet(struct strata_exec *x, const struct strata_op *op)
 {
-	const struct strata_deltanet *dn = &L->dn;
-	const int64_t e = hp->n_embd, nv = hp->ssm_dt_rank, vd = hp->ssm_d_inner;
-	struct strata_mm_item it[3] = {
-		{ .W = &dn->wba, .x = xn, .ldx = e, .n_tok = n, .y = ws->ba, .ldy = 2 * nv },
-		{ .W = &dn->wqkv, .x = xn, .ldx = e, .n_tok = n, .y = ws->qkv, .ldy = ws->conv_ch },
-		{ .W = &dn->wz, .x = xn, .ldx = e, .n_tok = n, .y = ws->z, .ldy = vd },
+	const uint32_t n = (uint32_t)op->src[0]->ne[1], ch = (uint32_t)op->src[0]->ne[0];
+	const uint32_t nv = op->p.dn.n_head_v;
+	struct dn_task task = {
+		.x = x, .op = op, .n = n, .ch = ch, .ld_qkv = exec_ld(op->src[0]),
+		.ld_z = exec_ld(op->src[1]), .ld_ba = exec_ld(op->src[2]), .ld_o = exec_ld(op->dst),
 	};
-	struct dn_task task = { ws, hp, L, n, conv, ssm };
-	const int nth = strata_pool_size(pool);
+	const int nth = strata_exec_threads(x);
 	const int conv_nth = n < 4 ? 1 : n < (uint32_t)nth ? (int)n : nth;
+	const int head_nth = nth < (int)nv ? nth : (int)nv;
+	int rc;
 
-	if (dn->fused)
-		it[1] = (struct strata_mm_item){ .W = &dn->wqkvz, .x = xn, .ldx = e, .n_tok = n,
-						 .y = ws->qkvz, .ldy = ws->conv_ch + vd };
-	strata_matmul_many(pool, it, dn->fused ? 2 : 3);
-	if (dn->fused)
-		unpack_qkvz(ws, hp, n);
+	if ((rc = dn_check(op, n, ch)))
+		return rc;
+	if ((rc = strata_exec_grow((void **)&x->dn_xc, &x->cap_xc, (size_t)n * ch, sizeof(float))) ||
+	    (rc = strata_exec_grow((void **)&x->dn_g, &x->cap_g, (size_t)n * nv, sizeof(float))) ||
+	    (rc = strata_exec_grow((void **)&x->dn_beta, &x->cap_beta, (size_t)n * nv,
+				   sizeof(float))) ||
+	    (rc = strata_exec_grow((void **)&x->dn_rule, &x->cap_rule,
+				   (size_t)nth * strata_dn_rule_scratch(op->p.dn.d_state,
+									op->p.dn.d_head_v),
+				   sizeof(float))))
+		return rc;
 	/* A token's conv is a few thousand MACs: only batches wake the pool. */
-	strata_pool_run_n(pool, conv_worker, &task, conv_nth);
-	conv_state_update(conv, ws->qkv, n, hp->ssm_d_conv - 1, ws->conv_ch);
-	strata_pool_run_n(pool, head_worker, &task, nth < nv ? nth : (int)nv);
-	strata_matmul(pool, &dn->wout, ws->o, vd, n, out, e);
+	if (x->pool)
+		strata_pool_run_n(x->pool, conv_worker, &task, conv_nth);
+	else
+		conv_worker(&task, 0, 1);
+	conv_state_update(strata_tensor_data(op->src[3]), strata_tensor_data(op->src[0]),
+			  task.ld_qkv, n, op->p.dn.d_conv - 1, ch);
+	if (x->pool)
+		strata_pool_run_n(x->pool, head_worker, &task, head_nth);
+	else
+		head_worker(&task, 0, 1);
+	return 0;
 }

@@ -1,5 +1,6 @@
 /*
- * deltanet.h - the Gated DeltaNet mixer of qwen3next (internal to core/model).
+ * deltanet.h - the gated delta rule of qwen3next's DeltaNet mixer (the CPU
+ * backend's STRATA_OP_DELTANET, exec_dn.c).
  *
  * Per value head h the layer keeps a recurrent state S [dv][dk] and, shared
  * by all heads, the last d_conv-1 inputs of its causal conv.  For each token:
@@ -18,34 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
-
 /* Tokens per chunk of the chunked form. */
 #define STRATA_DN_CHUNK 64
-
-struct strata_dn_ws;
-
-/* Floats of one DeltaNet layer's conv state and recurrent state. */
-size_t strata_dn_conv_floats(const struct strata_hparams *hp);
-size_t strata_dn_ssm_floats(const struct strata_hparams *hp);
-
-/*
- * Scratch for batches of up to max_batch tokens; `fused` when some layer
- * has the fused ssm_in projection.  0 or -ENOMEM (not logged).
- */
-int strata_dn_ws_create(const struct strata_hparams *hp, uint32_t max_batch, int fused,
-			struct strata_dn_ws **out);
-void strata_dn_ws_free(struct strata_dn_ws *ws);
-
-/*
- * out[t] (n_embd floats) = the DeltaNet mixer of layer L applied to the
- * normed rows xn[t], t < n <= max_batch, continuing from and updating conv
- * (strata_dn_conv_floats) and ssm (strata_dn_ssm_floats).  n == 1 runs the
- * recurrence, longer batches the chunked form.  out must not alias xn.
- */
-void strata_deltanet(struct strata_dn_ws *ws, struct strata_pool *pool,
-		     const struct strata_hparams *hp, const struct strata_layer *L,
-		     const float *xn, uint32_t n, float *conv, float *ssm, float *out);
 
 /*
  * The gated delta rule for one head over n tokens.  Token t reads q, k at

@@ -1,0 +1,382 @@
+/*
+ * exec.c - the op set on host memory: dispatch, the products, and the
+ * element-wise, norm, rope and routing ops.  Attention and DeltaNet are in
+ * exec_attn.c and exec_dn.c.
+ *
+ * Every loop here is the one the forward pass ran before there were
+ * backends (same kernels, same float order), so a CPU run's logits did not
+ * move by a bit when the layer loop moved onto the op set.
+ */
+#include "backend/exec_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/pool.h"
+
+int strata_exec_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	void *q = NULL;
+
+	if (n <= *cap)
+		return 0;
+	if (size && n > SIZE_MAX / size)
+		return -ENOMEM;
+	if (posix_memalign(&q, 64, n * size > 0 ? n * size : 64))
+		return -ENOMEM;
+	free(*p);
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+int strata_exec_threads(const struct strata_exec *x)
+{
+	int n = x->pool ? strata_pool_size(x->pool) : 1;
+
+	return n < EXEC_MAX_THREADS ? n : EXEC_MAX_THREADS;
+}
+
+int strata_exec_create(struct strata_pool *pool, struct strata_exec **out)
+{
+	struct strata_exec *x = calloc(1, sizeof(*x));
+
+	*out = x;
+	if (!x)
+		return -ENOMEM;
+	x->pool = pool;
+	return 0;
+}
+
+void strata_exec_free(struct strata_exec *x)
+{
+	if (!x)
+		return;
+	free(x->items);
+	free(x->mats);
+	free(x->scores);
+	free(x->dn_xc);
+	free(x->dn_g);
+	free(x->dn_beta);
+	free(x->dn_rule);
+	free(x);
+}
+
+int strata_exec_supports(uint32_t code, uint32_t type)
+{
+	switch (code) {
+	case STRATA_OP_GET_ROWS:
+	case STRATA_OP_MATMUL:
+		return strata_type_supported(type);
+	case STRATA_OP_RMS_NORM:
+	case STRATA_OP_ROPE:
+	case STRATA_OP_ADD:
+	case STRATA_OP_SWIGLU:
+	case STRATA_OP_SIGMOID_MUL:
+	case STRATA_OP_COPY:
+	case STRATA_OP_FILL:
+	case STRATA_OP_ATTN:
+	case STRATA_OP_DELTANET:
+	case STRATA_OP_MOE_ROUTE:
+	case STRATA_OP_MOE_COMBINE:
+		return type == STRATA_TYPE_F32;
+	default:
+		return 0;
+	}
+}
+
+/* ---- products ------------------------------------------------------------------ */
+
+/* A weight tensor (2-D, contiguous rows) as the kernels' matrix. */
+static int as_mat(const struct strata_tensor *w, struct strata_mat *m)
+{
+	if (strata_mat_init(m, w->type, w->ne[1], w->ne[0], strata_tensor_data(w)))
+		return -EINVAL;
+	return w->nb[1] == m->row_bytes ? 0 : -EINVAL;
+}
+
+static int op_matmul(struct strata_exec *x, const struct strata_op *op)
+{
+	const uint32_t n = op->p.mm.n_items;
+	int rc;
+
+	if ((rc = strata_exec_grow((void **)&x->items, &x->cap_items, n, sizeof(*x->items))) ||
+	    (rc = strata_exec_grow((void **)&x->mats, &x->cap_mats, n, sizeof(*x->mats))))
+		return rc;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct strata_matmul_item *it = &op->p.mm.items[i];
+
+		if ((rc = as_mat(it->w, &x->mats[i])) || it->x->ne[0] != it->w->ne[0] ||
+		    it->y->ne[0] != it->w->ne[1])
+			return rc ? rc : -EINVAL;
+		x->items[i] = (struct strata_mm_item){
+			.W = &x->mats[i], .x = strata_tensor_data(it->x), .ldx = (int64_t)exec_ld(it->x),
+			.n_tok = it->y->ne[1], .y = strata_tensor_data(it->y),
+			.ldy = (int64_t)exec_ld(it->y),
+			.rows = it->rows ? strata_tensor_data(it->rows) : NULL,
+			.n_x = it->x->ne[1],
+		};
+	}
+	if (n == 1 && !x->items[0].rows)
+		strata_matmul(x->pool, x->items[0].W, x->items[0].x, x->items[0].ldx,
+			      x->items[0].n_tok, x->items[0].y, x->items[0].ldy);
+	else
+		strata_matmul_many(x->pool, x->items, (int)n);
+	return 0;
+}
+
+static int op_get_rows(const struct strata_op *op)
+{
+	const struct strata_tensor *w = op->src[0], *ids = op->src[1];
+	const int32_t *id = strata_tensor_data(ids);
+	struct strata_mat m;
+
+	if (as_mat(w, &m) || op->dst->ne[0] != w->ne[0])
+		return -EINVAL;
+	for (int64_t i = 0; i < ids->ne[0]; i++) {
+		if (id[i] < 0 || id[i] >= w->ne[1])
+			return -EINVAL;
+		strata_mat_get_row(&m, id[i],
+				   (float *)strata_tensor_data(op->dst) + (size_t)i * exec_ld(op->dst));
+	}
+	return 0;
+}
+
+/* ---- rows of views ---------------------------------------------------------------- */
+
+/* Row (i1, i2, i3) of an F32 tensor; a dimension of extent 1 broadcasts. */
+static inline float *row_at(const struct strata_tensor *t, int64_t i1, int64_t i2, int64_t i3)
+{
+	return (float *)((char *)strata_tensor_data(t) + (size_t)(t->ne[1] > 1 ? i1 : 0) * t->nb[1] +
+			 (size_t)(t->ne[2] > 1 ? i2 : 0) * t->nb[2] +
+			 (size_t)(t->ne[3] > 1 ? i3 : 0) * t->nb[3]);
+}
+
+#define FOR_ROWS(t, i1, i2, i3)                                 \
+	for (int64_t i3 = 0; i3 < (t)->ne[3]; i3++)             \
+		for (int64_t i2 = 0; i2 < (t)->ne[2]; i2++)     \
+			for (int64_t i1 = 0; i1 < (t)->ne[1]; i1++)
+
+static int op_rms_norm(const struct strata_op *op)
+{
+	const struct strata_tensor *s = op->src[0], *wt = op->src[1], *d = op->dst;
+	const int64_t n = d->ne[0];
+	const float *w = wt ? strata_tensor_data(wt) : NULL;
+
+	if (s->ne[0] != n || (wt && wt->ne[0] != n))
+		return -EINVAL;
+	FOR_ROWS(d, i1, i2, i3) {
+		const float *x = row_at(s, i1, i2, i3);
+		float *y = row_at(d, i1, i2, i3), scale;
+		double ss = 0.0;
+
+		for (int64_t i = 0; i < n; i++)
+			ss += (double)x[i] * x[i];
+		scale = (float)(1.0 / sqrt(ss / (double)n + op->p.norm.eps));
+		if (w)
+			for (int64_t i = 0; i < n; i++)
+				y[i] = x[i] * scale * w[i];
+		else
+			for (int64_t i = 0; i < n; i++)
+				y[i] = x[i] * scale;
+	}
+	return 0;
+}
+
+static int op_rope(const struct strata_op *op)
+{
+	const struct strata_tensor *t = op->dst;
+	const float *inv_freq = strata_tensor_data(op->src[1]);
+	const int n_rot = (int)op->p.rope.n_rot, neox = op->p.rope.mode == STRATA_ROPE_MODE_NEOX;
+
+	if (n_rot > t->ne[0] || n_rot % 2 || op->src[0] != op->dst)
+		return -EINVAL;
+	FOR_ROWS(t, h, tok, i3) {
+		float *x = row_at(t, h, tok, i3);
+		const float pos = (float)(op->p.rope.pos + (uint32_t)tok);
+
+		for (int i = 0; i < n_rot / 2; i++) {
+			float theta = pos * inv_freq[i];
+			float c = cosf(theta), s = sinf(theta);
+			/* NORM rotates adjacent pairs; NEOX rotates the two halves */
+			int a = neox ? i : 2 * i, b = neox ? i + n_rot / 2 : 2 * i + 1;
+			float x0 = x[a], x1 = x[b];
+
+			x[a] = x0 * c - x1 * s;
+			x[b] = x0 * s + x1 * c;
+		}
+	}
+	return 0;
+}
+
+static inline float silu(float v)
+{
+	return v / (1.0f + expf(-v));
+}
+
+/* dst = f(a, b) over rows; b broadcasts along any dimension of extent 1. */
+static int op_binary(const struct strata_op *op)
+{
+	const struct strata_tensor *a = op->src[0], *b = op->src[1], *d = op->dst;
+	const int64_t n = d->ne[0], bstep = b->ne[0] == 1 ? 0 : 1;
+
+	if (a->ne[0] != n || (b->ne[0] != n && b->ne[0] != 1))
+		return -EINVAL;
+	FOR_ROWS(d, i1, i2, i3) {
+		const float *x = row_at(a, i1, i2, i3), *y = row_at(b, i1, i2, i3);
+		float *o = row_at(d, i1, i2, i3);
+
+		switch (op->code) {
+		case STRATA_OP_ADD:
+			for (int64_t i = 0; i < n; i++)
+				o[i] = x[i] + y[i * bstep];
+			break;
+		case STRATA_OP_SWIGLU:
+			for (int64_t i = 0; i < n; i++)
+				o[i] = silu(x[i]) * y[i * bstep];
+			break;
+		default: /* STRATA_OP_SIGMOID_MUL */
+			for (int64_t i = 0; i < n; i++)
+				o[i] = x[i] / (1.0f + expf(-y[i * bstep]));
+			break;
+		}
+	}
+	return 0;
+}
+
+static int op_copy_fill(const struct strata_op *op)
+{
+	const struct strata_tensor *d = op->dst, *s = op->src[0];
+	const int64_t n = d->ne[0];
+
+	if (op->code == STRATA_OP_COPY && s->ne[0] != n)
+		return -EINVAL;
+	FOR_ROWS(d, i1, i2, i3) {
+		float *o = row_at(d, i1, i2, i3);
+
+		if (op->code == STRATA_OP_COPY)
+			memcpy(o, row_at(s, i1, i2, i3), (size_t)n * sizeof(float));
+		else
+			for (int64_t i = 0; i < n; i++)
+				o[i] = op->p.fill.value;
+	}
+	return 0;
+}
+
+/* ---- routing -------------------------------------------------------------------- */
+
+void strata_route_token(uint32_t gating, uint32_t ne, uint32_t k, int norm, float scale,
+			const float *bias, float *logits, int32_t *experts, float *weights)
+{
+	float sum = 0.0f;
+
+	if (gating == STRATA_GATING_MODE_SIGMOID) {
+		for (uint32_t e = 0; e < ne; e++)
+			logits[e] = 1.0f / (1.0f + expf(-logits[e]));
+	} else {
+		float mx = -INFINITY, s = 0.0f;
+
+		for (uint32_t e = 0; e < ne; e++)
+			mx = logits[e] > mx ? logits[e] : mx;
+		for (uint32_t e = 0; e < ne; e++) {
+			logits[e] = expf(logits[e] - mx);
+			s += logits[e];
+		}
+		for (uint32_t e = 0; e < ne; e++)
+			logits[e] /= s;
+	}
+	/* Top-k by probability (+ the selection bias, which chooses but never weighs). */
+	for (uint32_t j = 0; j < k; j++) {
+		int32_t best = -1;
+		float bs = -INFINITY;
+
+		for (uint32_t e = 0; e < ne; e++) {
+			float score = logits[e] + (bias ? bias[e] : 0.0f);
+			int taken = 0;
+
+			for (uint32_t i = 0; i < j; i++)
+				taken |= experts[i] == (int32_t)e;
+			if (!taken && (best < 0 || score > bs)) {
+				best = (int32_t)e;
+				bs = score;
+			}
+		}
+		experts[j] = best;
+		weights[j] = logits[best];
+		sum += weights[j];
+	}
+	if (norm) {
+		/* llama.cpp clamps the sum so that tiny weights do not blow up */
+		if (sum < 6.103515625e-5f)
+			sum = 6.103515625e-5f;
+		for (uint32_t j = 0; j < k; j++)
+			weights[j] /= sum;
+	}
+	for (uint32_t j = 0; j < k; j++)
+		weights[j] *= scale;
+}
+
+static int op_route(const struct strata_op *op)
+{
+	const struct strata_tensor *lg = op->src[0], *b = op->src[1];
+	const uint32_t ne = (uint32_t)lg->ne[0], k = op->p.route.k;
+
+	if (!op->aux || k == 0 || k > ne || op->dst->ne[0] != k || op->aux->ne[0] != k ||
+	    op->aux->type != STRATA_TYPE_I32)
+		return -EINVAL;
+	for (int64_t t = 0; t < lg->ne[1]; t++)
+		strata_route_token(op->p.route.gating, ne, k, (int)op->p.route.norm,
+				   op->p.route.scale, b ? strata_tensor_data(b) : NULL,
+				   row_at(lg, t, 0, 0), (int32_t *)row_at(op->aux, t, 0, 0),
+				   row_at(op->dst, t, 0, 0));
+	return 0;
+}
+
+static int op_combine(const struct strata_op *op)
+{
+	const struct strata_tensor *d = op->src[0], *o = op->dst;
+	const int32_t *tok = strata_tensor_data(op->src[1]);
+	const float *w = strata_tensor_data(op->src[2]);
+
+	if (d->ne[0] != o->ne[0])
+		return -EINVAL;
+	for (int64_t i = 0; i < d->ne[1]; i++) {
+		if (tok[i] < 0 || tok[i] >= o->ne[1])
+			return -EINVAL;
+		strata_axpy_f32(row_at(o, tok[i], 0, 0), w[i], row_at(d, i, 0, 0), o->ne[0]);
+	}
+	return 0;
+}
+
+int strata_exec_run(struct strata_exec *x, const struct strata_op *op)
+{
+	switch (op->code) {
+	case STRATA_OP_GET_ROWS:
+		return op_get_rows(op);
+	case STRATA_OP_MATMUL:
+		return op_matmul(x, op);
+	case STRATA_OP_RMS_NORM:
+		return op_rms_norm(op);
+	case STRATA_OP_ROPE:
+		return op_rope(op);
+	case STRATA_OP_ADD:
+	case STRATA_OP_SWIGLU:
+	case STRATA_OP_SIGMOID_MUL:
+		return op_binary(op);
+	case STRATA_OP_COPY:
+	case STRATA_OP_FILL:
+		return op_copy_fill(op);
+	case STRATA_OP_ATTN:
+		return strata_exec_attn(x, op);
+	case STRATA_OP_DELTANET:
+		return strata_exec_deltanet(x, op);
+	case STRATA_OP_MOE_ROUTE:
+		return op_route(op);
+	case STRATA_OP_MOE_COMBINE:
+		return op_combine(op);
+	default:
+		return -EINVAL;
+	}
+}

@@ -1,0 +1,117 @@
+/*
+ * exec_attn.c - STRATA_OP_ATTN on the CPU: store the batch's keys and values
+ * in the layer's cache, then causal grouped-query attention over it.
+ *
+ * The cache layout is this backend's own.  Keys are stored transposed,
+ * [n_kv][head_dim][ctx]: a query's scores are then sums of rows over
+ * positions, vectorised however small the head.  Values are
+ * [n_kv][ctx][head_dim_v]: the output is a sum of value rows weighted by the
+ * probabilities, accumulated in registers for all heads of a KV group at
+ * once.  ctx (the cache tensor's ne[1]) is a multiple of 16, which the
+ * score kernels read up to.
+ */
+#include "backend/exec_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/attn.h"
+#include "cpu/pool.h"
+
+struct attn_task {
+	struct strata_exec *x;
+	const struct strata_op *op;
+	uint32_t n, n_head, n_kv, hd, hdv, ctx;
+};
+
+/* One (token, KV head) pair per work item - all the query heads that share
+ * the KV head in one pass - spread over the pool. */
+static void attn_worker(void *arg, int ith, int nth)
+{
+	const struct attn_task *a = arg;
+	const struct strata_op *op = a->op;
+	const struct strata_tensor *q = op->src[0], *o = op->dst;
+	const uint32_t group = a->n_head / a->n_kv, pos = op->p.attn.pos;
+	const float *kc = strata_tensor_data(op->src[3]), *vc = strata_tensor_data(op->src[4]);
+	float *sc = a->x->scores + (size_t)ith * a->x->scores_per;
+	long begin, end;
+
+	strata_split((long)a->n * a->n_kv, ith, nth, &begin, &end);
+	for (long it = begin; it < end; it++) {
+		uint32_t t = (uint32_t)(it / a->n_kv), kvh = (uint32_t)(it % a->n_kv);
+		const float *qt = (const float *)((const char *)strata_tensor_data(q) + t * q->nb[2] +
+						  (size_t)kvh * group * q->nb[1]);
+		float *ot = (float *)((char *)strata_tensor_data(o) + t * o->nb[2] +
+				      (size_t)kvh * group * o->nb[1]);
+
+		strata_attn_heads(qt, q->nb[1] / sizeof(float), (int)group,
+				  kc + (size_t)kvh * a->hd * a->ctx, a->ctx, (int)a->hd,
+				  vc + (size_t)kvh * a->hdv * a->ctx, a->hdv, (int)a->hdv,
+				  pos + t + 1, op->p.attn.scale, ot, o->nb[1] / sizeof(float), sc);
+	}
+}
+
+/* The batch's keys and values into the cache, at positions pos.. */
+static void cache_store(const struct attn_task *a)
+{
+	const struct strata_op *op = a->op;
+	const struct strata_tensor *k = op->src[1], *v = op->src[2];
+	float *kc = strata_tensor_data(op->src[3]), *vc = strata_tensor_data(op->src[4]);
+	const uint32_t pos = op->p.attn.pos;
+
+	for (uint32_t t = 0; t < a->n; t++)
+		for (uint32_t h = 0; h < a->n_kv; h++) {
+			const float *kr = (const float *)((const char *)strata_tensor_data(k) +
+							  t * k->nb[2] + h * k->nb[1]);
+			const float *vr = (const float *)((const char *)strata_tensor_data(v) +
+							  t * v->nb[2] + h * v->nb[1]);
+			float *kt = kc + (size_t)h * a->hd * a->ctx + pos + t;
+
+			for (uint32_t d = 0; d < a->hd; d++)
+				kt[(size_t)d * a->ctx] = kr[d];
+			memcpy(vc + ((size_t)h * a->ctx + pos + t) * a->hdv, vr,
+			       a->hdv * sizeof(float));
+		}
+}
+
+int strata_exec_attn(struct strata_exec *x, const struct strata_op *op)
+{
+	const struct strata_tensor *q = op->src[0], *k = op->src[1], *v = op->src[2];
+	const struct strata_tensor *kc = op->src[3];
+	struct attn_task a = {
+		.x = x, .op = op, .n = (uint32_t)q->ne[2], .n_head = (uint32_t)q->ne[1],
+		.n_kv = (uint32_t)k->ne[1], .hd = (uint32_t)q->ne[0], .hdv = (uint32_t)v->ne[0],
+		.ctx = (uint32_t)kc->ne[1],
+	};
+	int nth = strata_exec_threads(x), rc;
+
+	if (!a.n_kv || a.n_head % a.n_kv || k->ne[0] != q->ne[0] || k->ne[2] != q->ne[2] ||
+	    v->ne[1] != k->ne[1] || a.ctx % 16 || (uint64_t)op->p.attn.pos + a.n > a.ctx ||
+	    (size_t)kc->ne[0] * kc->ne[1] * kc->ne[2] < (size_t)a.n_kv * a.hd * a.ctx ||
+	    op->dst->ne[0] != v->ne[0] || op->dst->ne[1] != q->ne[1])
+		return -EINVAL;
+	if (x->scores_per < 4 * (size_t)a.ctx || x->scores_threads < (size_t)nth) {
+		size_t cap = 0;
+
+		free(x->scores);
+		x->scores = NULL;
+		x->scores_per = x->scores_threads = 0;
+		/* not cleared: only the threads that run touch their pages */
+		if ((rc = strata_exec_grow((void **)&x->scores, &cap, 4 * (size_t)a.ctx * nth,
+					   sizeof(float))))
+			return rc;
+		x->scores_per = 4 * (size_t)a.ctx;
+		x->scores_threads = (size_t)nth;
+	}
+	cache_store(&a);
+	/* A handful of (token, head) pairs is not worth waking the pool. */
+	if ((long)a.n * a.n_head * (op->p.attn.pos + a.n) * a.hd < 32768)
+		nth = 1;
+	if (x->pool)
+		strata_pool_run_n(x->pool, attn_worker, &a, nth);
+	else
+		attn_worker(&a, 0, 1);
+	return 0;
+}

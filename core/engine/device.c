@@ -1,0 +1,153 @@
+/*
+ * device.c - the engine's model context: the [gpu] device, if any, and the
+ * placement of the model on it and the CPU.
+ *
+ * [gpu] plugin = NAME must work or the engine refuses to start, with one
+ * error naming the plugin and the reason; plugin = auto uses the best
+ * usable gpu plugin and falls back to the CPU, with a line saying why, when
+ * there is none or it cannot hold anything; none keeps to the CPU.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "engine/ckpt.h"
+#include "engine/engine.h"
+#include "plugin/registry.h"
+#include "util/log.h"
+
+/* "[gpu] budget_mib (FILE:LINE)" for messages. */
+static const char *budget_where(const struct strata_engine *e, char *buf, size_t n)
+{
+	const char *w = strata_config_where(&e->cfg, "gpu", "budget_mib");
+
+	snprintf(buf, n, "[gpu] budget_mib%s%s%s", w ? " (" : "", w ? w : "", w ? ")" : "");
+	return buf;
+}
+
+/* The bytes of the device strata may use: auto = what it reports free. */
+static int device_budget(struct strata_engine *e, uint64_t *out)
+{
+	const char *v = e->cfg.gpu_budget;
+	const struct strata_device_info *info = &e->dev->info;
+	char where[256], *end;
+	unsigned long long mib;
+
+	if (!v || !*v || !strcmp(v, "auto")) {
+		*out = info->mem_free;
+		return 0;
+	}
+	errno = 0;
+	mib = strtoull(v, &end, 10);
+	if (errno || *end || v[0] == '-' || mib == 0) {
+		strata_error("%s = '%s': expected a positive number of MiB or auto",
+			     budget_where(e, where, sizeof(where)), v);
+		return -EINVAL;
+	}
+	if (mib > info->mem_total >> 20) {
+		strata_error("%s = %llu MiB is more than %s has (%" PRIu64 " MiB)",
+			     budget_where(e, where, sizeof(where)), mib, info->name,
+			     info->mem_total >> 20);
+		return -EINVAL;
+	}
+	*out = (uint64_t)mib << 20;
+	return 0;
+}
+
+/* Load and open the gpu plugin named in [gpu]; *dev NULL when there is none to use. */
+static int open_device(struct strata_engine *e, int automatic)
+{
+	const char *name = e->cfg.gpu_plugin;
+	struct strata_plugin *p;
+	int rc;
+
+	if (automatic) {
+		rc = strata_registry_best(e->reg, STRATA_PLUGIN_GPU, &p);
+		if (rc == -ENOENT) {
+			strata_debug("[gpu] plugin = auto: no gpu plugin usable on this machine");
+			return 0;
+		}
+	} else {
+		rc = strata_registry_load(e->reg, STRATA_PLUGIN_GPU, name, &p);
+	}
+	if (rc)
+		return rc; /* logged with the file and the reason */
+	return strata_backend_device_create(p, &e->dev);
+}
+
+int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t n_ctx)
+{
+	const char *name = e->cfg.gpu_plugin;
+	const int automatic = !name || !*name || !strcmp(name, "auto");
+	struct strata_ctx_opts o = { .pool = e->pool, .max_batch = max_batch, .n_ctx = n_ctx,
+				     .n_seq = 1 };
+	struct strata_placement_stats st;
+	char where[256];
+	int rc;
+
+	if (!(name && !strcmp(name, "none")) && (rc = open_device(e, automatic))) {
+		if (!automatic)
+			return rc;
+		strata_warn("[gpu] plugin = auto: the gpu plugin failed (above): running on the CPU");
+	}
+	if (e->dev && (rc = device_budget(e, &o.device_budget)))
+		return rc;
+	o.device = e->dev;
+	if ((rc = strata_ctx_create(e->model, &o, &e->ctx)))
+		return rc;
+	strata_ctx_placement(e->ctx, &st);
+	if (e->dev && !st.dev_layers) {
+		const uint64_t need = st.dev_need_bytes;
+
+		if (!automatic) {
+			strata_error("%s: %s of %" PRIu64 " MiB cannot hold the workspace and one "
+				     "layer with its state (%" PRIu64 " MiB); raise it or use "
+				     "[gpu] plugin = none", e->dev->name,
+				     budget_where(e, where, sizeof(where)), o.device_budget >> 20,
+				     (need + (1u << 20) - 1) >> 20);
+			return -ENOSPC;
+		}
+		strata_info("%s: %" PRIu64 " MiB cannot hold one layer (%" PRIu64 " MiB): running "
+			    "on the CPU", e->dev->name, o.device_budget >> 20, need >> 20);
+		strata_ctx_free(e->ctx);
+		e->ctx = NULL;
+		strata_backend_free(e->dev);
+		e->dev = NULL;
+		o.device = NULL;
+		return strata_ctx_create(e->model, &o, &e->ctx);
+	}
+	return 0;
+}
+
+int strata_engine_fall_back(struct strata_engine *e)
+{
+	struct strata_ctx_opts o = { .pool = e->pool };
+	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
+	int rc;
+
+	if (!e->dev)
+		return 0;
+	strata_warn("%s failed (above): the engine runs on the CPU from now on", e->dev->name);
+	o.max_batch = strata_seq_max_batch(e->seq);
+	o.n_ctx = n_ctx;
+	strata_ckpts_free(e->ckpts);
+	e->ckpts = NULL;
+	strata_seq_free(e->seq);
+	e->seq = NULL;
+	strata_ctx_free(e->ctx);
+	e->ctx = NULL;
+	strata_backend_free(e->dev);
+	e->dev = NULL;
+	e->n_hist = 0;
+	if ((rc = strata_ctx_create(e->model, &o, &e->ctx)) ||
+	    (rc = strata_seq_create(e->ctx, n_ctx, &e->seq)))
+		return rc;
+	if (e->xs)
+		strata_ctx_set_xstore(e->ctx, e->xs);
+	return e->cfg.serve_checkpoints ? strata_ckpts_create(e->seq, e->cfg.serve_checkpoints,
+							      e->ckpt_reread, &e->ckpts)
+					: 0;
+}

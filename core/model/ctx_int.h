@@ -1,0 +1,139 @@
+/*
+ * ctx_int.h - private to core/model: a context's placement and workspaces
+ * (ctx.c, place.c), a sequence's state (seq.c), and what the layer loop
+ * (forward.c, moe.c) reads of them.
+ */
+#ifndef STRATA_CTX_INT_H
+#define STRATA_CTX_INT_H
+
+#include "backend/backend.h"
+#include "model.h"
+
+#define CTX_NONE UINT32_MAX
+#define CTX_LOGIT_ROWS 64 /* rows of logits a device computes per copy back */
+
+/* A tensor is absent when it has no buffer (optional weights). */
+static inline int t_has(const struct strata_tensor *t)
+{
+	return t->buf != NULL;
+}
+
+/*
+ * One layer's weights as tensors on the backend that runs its dense part
+ * (`be`): the mixer, the norms, the router, the shared expert, the dense
+ * FFN.  Routed experts live on the CPU (xh: the mapping's 3-D tensors) and,
+ * for those placement gave the device, also in device slots (xd).
+ */
+struct pl_layer {
+	struct strata_backend *be;
+	struct strata_tensor attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm;
+	struct strata_tensor w_gate, w_up, w_down;
+	struct strata_tensor gate_inp, exp_probs_b, gate_shexp, up_shexp, down_shexp,
+		gate_inp_shexp;
+	struct strata_tensor dn_wqkv, dn_wz, dn_wqkvz, dn_wba, dn_conv, dn_dt_bias, dn_a,
+		dn_norm, dn_wout;
+	struct strata_tensor xh[3];  /* gate, up, down experts in the mapping [cols, rows, n] */
+	struct strata_tensor xd[3];  /* the device's slots [cols, rows, n_dev] */
+	uint32_t *dev_slot;          /* [n_expert]: slot on the device or CTX_NONE */
+	uint32_t n_dev;              /* experts on the device */
+	struct strata_buf dense_buf; /* the device's copy of the dense part */
+	struct strata_buf exp_buf;   /* the device's expert slots */
+	size_t dense_bytes, state_bytes; /* per layer, for placement and the summary */
+};
+
+/* One backend's activations for batches of up to B tokens (unused ones: no buffer). */
+struct ws {
+	struct strata_buf buf;
+	struct strata_tensor x, xn, out, xin, q, qg, kb, vb, att, hb, hb2;
+	struct strata_tensor logits, ids, w, tok, tokw, g, u, d, gs, us, sg;
+	struct strata_tensor qkv, qkvz, z, ba, o;
+	struct strata_tensor lg;     /* output logits [n_vocab, CTX_LOGIT_ROWS] (devices) */
+	struct strata_tensor inv_freq; /* rope's inverse frequencies [n_rot / 2] */
+};
+
+struct strata_ctx {
+	const struct strata_model *m;
+	struct strata_pool *pool;
+	struct strata_backend *cpu;  /* owned */
+	struct strata_backend *dev;  /* borrowed, or NULL */
+	struct strata_xstore *xs;
+	uint32_t max_batch;
+	struct strata_buf host_map;  /* the mapping's data section, wrapped */
+	struct strata_tensor tok_embd, output_norm_h, output_h; /* host */
+	struct pl_layer *L;          /* [n_layer - n_nextn] */
+	struct strata_backend *out_be;
+	struct strata_tensor output_norm, output;   /* on out_be */
+	struct strata_buf out_buf;   /* the device's copy of the output head */
+	struct ws ws_cpu, ws_dev;
+	/* host scratch of the MoE grouping */
+	uint32_t *count, *start, *order;
+	int32_t *h_ids, *h_tok;
+	float *h_w, *h_tokw, *inv_freq;
+	struct strata_tensor *xw;    /* [3 * n_expert] expert weight views of one layer */
+	struct strata_buf *xw_buf;   /* [3 * n_expert] their buffer records (streamed experts) */
+	struct strata_mat *xmats;    /* [3 * n_expert] xstore's answer */
+	struct strata_matmul_item *items; /* [2 * n_expert + 3] */
+	struct strata_tensor *xt;    /* [4 * n_expert] per active expert: rows, g, u, d views */
+	void *ev[3];                 /* device events: xn out, route out, expert output in */
+	struct strata_placement_stats st;
+};
+
+struct seq_layer {
+	struct strata_backend *be;   /* where its layer runs */
+	struct strata_buf buf;       /* its state: K and V, or conv and ssm */
+	struct strata_tensor k, v;   /* attention: caches in the backend's layout */
+	struct strata_tensor conv, ssm; /* DeltaNet */
+};
+
+struct strata_seq {
+	struct strata_ctx *c;
+	const struct strata_model *m;
+	uint32_t n_ctx, max_batch, pos;
+	uint32_t stride;             /* cache positions: n_ctx rounded up to 16 */
+	uint32_t n_dn;               /* DeltaNet layers */
+	struct seq_layer *L;         /* [n_layer - n_nextn] */
+	size_t state_floats;         /* conv + ssm floats over all DeltaNet layers */
+	struct strata_seq_snapshot *snaps; /* bound snapshots, a list */
+};
+
+/* Rows from position pos on are about to be written: stale the snapshots they break. */
+void strata_seq_note_write(struct strata_seq *s, uint32_t pos);
+
+/* ---- tensors ------------------------------------------------------------------- */
+
+/* A contiguous F32 tensor [ne0, ne1] at buf + off. */
+struct strata_tensor strata_t_f32(struct strata_buf *buf, size_t off, int64_t ne0, int64_t ne1);
+/* The same with type I32. */
+struct strata_tensor strata_t_i32(struct strata_buf *buf, size_t off, int64_t ne0, int64_t ne1);
+/* Values [i0, i0 + n) of a 1-D tensor [ne0, 1]. */
+struct strata_tensor strata_t_span(const struct strata_tensor *t, int64_t i0, int64_t n);
+/* Columns [c0, c0 + n) of a 2-D tensor (a view: rows c0.. of the batch). */
+struct strata_tensor strata_t_cols(const struct strata_tensor *t, int64_t c0, int64_t n);
+/* A 3-D view [ne0, ne1, n] of a 2-D F32 tensor's first n rows: row = ne0 * ne1 values. */
+struct strata_tensor strata_t_heads(const struct strata_tensor *t, int64_t ne0, int64_t ne1,
+				    int64_t n);
+/* Expert e of a 3-D expert tensor, as a 2-D matrix. */
+struct strata_tensor strata_t_expert(const struct strata_tensor *t, uint32_t e);
+
+/* ---- context internals ---------------------------------------------------------- */
+
+/* Placement (place.c): fill c->L[*].be, the device copies and c->st.  0 or -errno. */
+int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o);
+/* Free what placement allocated on the device. */
+void strata_ctx_unplace(struct strata_ctx *c);
+/* Bytes of one layer's state for n_ctx positions (KV, or DeltaNet states). */
+size_t strata_layer_state_bytes(const struct strata_model *m, uint32_t l, uint32_t n_ctx);
+/* Bytes of a workspace for batches of b tokens (device: with the logits rows). */
+size_t strata_ws_bytes(const struct strata_model *m, uint32_t b, int device);
+/* Allocate and lay out a workspace on be.  0 or -ENOMEM. */
+int strata_ws_init(struct strata_ctx *c, struct strata_backend *be, struct ws *w);
+void strata_ws_free(struct strata_backend *be, struct ws *w);
+
+/* The MoE FFN of layer l (moe.c): out = experts(xn); x untouched.  0 or -errno. */
+int strata_moe_block(struct strata_ctx *c, uint32_t l, uint32_t n);
+
+/* Issue one op on be (logging through the backend on failure). */
+int strata_op1(struct strata_backend *be, uint32_t code, struct strata_tensor *dst,
+	       const struct strata_tensor *a, const struct strata_tensor *b);
+
+#endif

@@ -1,0 +1,476 @@
+/*
+ * place.c - which backend holds each weight, decided once per context.
+ *
+ * Without a device everything is a view of the model's mapping, computed by
+ * the CPU backend in place (no copy).  With a device, in this order while
+ * the budget lasts: its workspace; then layer by layer (a prefix of the
+ * layers) the dense part - mixer, norms, router, shared expert, dense FFN -
+ * together with the layer's state for n_seq sequences; then the output
+ * head; then routed experts of the layers it holds, dealt round-robin over
+ * those layers so each gets its share.  A layer whose ops or weight types
+ * the device does not support stays on the CPU, and so does everything
+ * after it.  Experts the device does not hold are computed on the CPU each
+ * step; the layer loop moves activations between the two.
+ */
+#include "model/ctx_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/exec.h"
+#include "gguf/gguf.h"
+#include "util/log.h"
+
+#define ALIGN 256
+
+static size_t align_up(size_t v)
+{
+	return (v + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+/* ---- host views of the model ---------------------------------------------------- */
+
+static struct strata_tensor h_mat(struct strata_ctx *c, const struct strata_mat *m)
+{
+	struct strata_tensor t = { 0 };
+
+	if (!m->data)
+		return t;
+	t.type = m->type;
+	t.n_dims = 2;
+	t.ne[0] = m->cols;
+	t.ne[1] = m->rows;
+	t.ne[2] = t.ne[3] = 1;
+	t.nb[0] = strata_type_block_bytes(m->type);
+	t.nb[1] = m->row_bytes;
+	t.nb[2] = t.nb[3] = m->row_bytes * (size_t)m->rows;
+	t.buf = &c->host_map;
+	t.offset = (size_t)((const char *)m->data - (const char *)c->host_map.base);
+	return t;
+}
+
+static struct strata_tensor h_f32(struct strata_ctx *c, const float *p, int64_t ne0, int64_t ne1)
+{
+	struct strata_tensor t = { 0 };
+
+	if (!p)
+		return t;
+	t = strata_t_f32(&c->host_map, (size_t)((const char *)p - (const char *)c->host_map.base),
+			 ne0, ne1);
+	return t;
+}
+
+static struct strata_tensor h_exps(struct strata_ctx *c, const struct strata_experts *x)
+{
+	struct strata_tensor t = h_mat(c, &x->m);
+
+	if (!t.buf)
+		return t;
+	t.n_dims = 3;
+	t.ne[2] = x->n;
+	t.nb[2] = x->stride;
+	t.nb[3] = x->stride * x->n;
+	return t;
+}
+
+static size_t t_bytes(const struct strata_tensor *t)
+{
+	return t->nb[1] * (size_t)t->ne[1] * (size_t)t->ne[2];
+}
+
+/* The dense tensors of a layer, for uploads and byte counts. */
+#define N_DENSE 29
+static void dense_list(struct pl_layer *L, struct strata_tensor **v)
+{
+	struct strata_tensor *all[N_DENSE] = {
+		&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
+		&L->q_norm, &L->k_norm, &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down,
+		&L->gate_inp, &L->exp_probs_b, &L->gate_shexp, &L->up_shexp, &L->down_shexp,
+		&L->gate_inp_shexp, &L->dn_wqkv, &L->dn_wz, &L->dn_wqkvz, &L->dn_wba, &L->dn_conv,
+		&L->dn_dt_bias, &L->dn_a, &L->dn_norm, &L->dn_wout,
+	};
+
+	memcpy(v, all, sizeof(all));
+}
+
+/* 1 for the entries of dense_list that are MATMUL weights (the rest are F32 operands). */
+static const uint8_t g_product[N_DENSE] = {
+	0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,
+};
+
+static void host_layer(struct strata_ctx *c, uint32_t l)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	const struct strata_layer *M = &c->m->layers[l];
+	struct pl_layer *L = &c->L[l];
+	const int64_t ch = 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+	struct strata_tensor *v[N_DENSE];
+
+	L->be = c->cpu;
+	L->attn_norm = h_f32(c, M->attn_norm, hp->n_embd, 1);
+	L->ffn_norm = h_f32(c, M->ffn_norm, hp->n_embd, 1);
+	if (M->recurrent) {
+		L->dn_wqkv = h_mat(c, &M->dn.wqkv);
+		L->dn_wz = h_mat(c, &M->dn.wz);
+		L->dn_wqkvz = h_mat(c, &M->dn.wqkvz);
+		L->dn_wba = h_mat(c, &M->dn.wba);
+		L->dn_conv = h_f32(c, M->dn.conv, hp->ssm_d_conv, ch);
+		L->dn_dt_bias = h_f32(c, M->dn.dt_bias, hp->ssm_dt_rank, 1);
+		L->dn_a = h_f32(c, M->dn.a, hp->ssm_dt_rank, 1);
+		L->dn_norm = h_f32(c, M->dn.norm, hp->ssm_head_v, 1);
+		L->dn_wout = h_mat(c, &M->dn.wout);
+	} else {
+		L->wq = h_mat(c, &M->wq);
+		L->wk = h_mat(c, &M->wk);
+		L->wv = h_mat(c, &M->wv);
+		L->wo = h_mat(c, &M->wo);
+		L->bq = h_f32(c, M->bq, (int64_t)hp->n_head * hp->head_dim, 1);
+		L->bk = h_f32(c, M->bk, (int64_t)hp->n_head_kv * hp->head_dim, 1);
+		L->bv = h_f32(c, M->bv, (int64_t)hp->n_head_kv * hp->head_dim_v, 1);
+		L->q_norm = h_f32(c, M->q_norm, hp->head_dim, 1);
+		L->k_norm = h_f32(c, M->k_norm, hp->head_dim, 1);
+	}
+	if (M->moe) {
+		L->gate_inp = h_mat(c, &M->gate_inp);
+		L->exp_probs_b = h_f32(c, M->exp_probs_b, hp->n_expert, 1);
+		L->xh[0] = h_exps(c, &M->gate_exps);
+		L->xh[1] = h_exps(c, &M->up_exps);
+		L->xh[2] = h_exps(c, &M->down_exps);
+		if (M->has_shexp) {
+			L->gate_shexp = h_mat(c, &M->gate_shexp);
+			L->up_shexp = h_mat(c, &M->up_shexp);
+			L->down_shexp = h_mat(c, &M->down_shexp);
+		}
+		if (M->has_shexp_gate)
+			L->gate_inp_shexp = h_mat(c, &M->gate_inp_shexp);
+	} else {
+		L->w_gate = h_mat(c, &M->w_gate);
+		L->w_up = h_mat(c, &M->w_up);
+		L->w_down = h_mat(c, &M->w_down);
+	}
+	dense_list(L, v);
+	for (int i = 0; i < N_DENSE; i++)
+		L->dense_bytes += v[i]->buf ? align_up(t_bytes(v[i])) : 0;
+	for (int p = 0; M->moe && p < 3; p++)
+		c->st.host_weight_bytes += t_bytes(&L->xh[p]);
+	c->st.host_weight_bytes += L->dense_bytes;
+	c->st.experts += M->moe ? hp->n_expert : 0;
+}
+
+size_t strata_layer_state_bytes(const struct strata_model *m, uint32_t l, uint32_t n_ctx)
+{
+	const struct strata_hparams *hp = &m->hp;
+	const size_t stride = (n_ctx + 15) & ~15u;
+
+	if (m->layers[l].recurrent) {
+		const size_t ch = 2 * (size_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+
+		return 4 * ((hp->ssm_d_conv - 1) * ch +
+			    (size_t)hp->ssm_dt_rank * hp->ssm_d_state * hp->ssm_head_v);
+	}
+	return 4 * stride * hp->n_head_kv * ((size_t)hp->head_dim + hp->head_dim_v);
+}
+
+/* ---- the device's share ----------------------------------------------------------- */
+
+struct budget {
+	uint64_t left;
+	int full; /* the device refused an allocation the budget allowed */
+};
+
+/* Every op and weight type layer l needs, on be. */
+static int layer_supported(struct strata_backend *be, const struct strata_model *m, uint32_t l,
+			   struct pl_layer *L)
+{
+	static const uint32_t attn_ops[] = { STRATA_OP_RMS_NORM, STRATA_OP_ADD, STRATA_OP_ROPE,
+					     STRATA_OP_ATTN, STRATA_OP_COPY, STRATA_OP_SIGMOID_MUL };
+	static const uint32_t dn_ops[] = { STRATA_OP_RMS_NORM, STRATA_OP_ADD, STRATA_OP_COPY,
+					   STRATA_OP_DELTANET };
+	static const uint32_t moe_ops[] = { STRATA_OP_MOE_ROUTE, STRATA_OP_SWIGLU, STRATA_OP_FILL,
+					    STRATA_OP_MOE_COMBINE, STRATA_OP_SIGMOID_MUL };
+	const int rec = m->layers[l].recurrent, moe = m->layers[l].moe;
+	const uint32_t *ops = rec ? dn_ops : attn_ops;
+	const size_t n_ops = rec ? sizeof(dn_ops) / sizeof(*dn_ops)
+				 : sizeof(attn_ops) / sizeof(*attn_ops);
+	struct strata_tensor *v[N_DENSE];
+
+	for (size_t i = 0; i < n_ops; i++)
+		if (!strata_backend_supports(be, ops[i], STRATA_TYPE_F32))
+			return 0;
+	for (size_t i = 0; moe && i < sizeof(moe_ops) / sizeof(*moe_ops); i++)
+		if (!strata_backend_supports(be, moe_ops[i], STRATA_TYPE_F32))
+			return 0;
+	if (!moe && !strata_backend_supports(be, STRATA_OP_SWIGLU, STRATA_TYPE_F32))
+		return 0;
+	dense_list(L, v);
+	for (int i = 0; i < N_DENSE; i++)
+		if (v[i]->buf && g_product[i] &&
+		    !strata_backend_supports(be, STRATA_OP_MATMUL, v[i]->type))
+			return 0;
+	return 1;
+}
+
+/* Allocate within the budget; a refusal by the device ends placement quietly. */
+static int alloc_in(struct strata_backend *be, struct budget *b, size_t bytes, uint32_t usage,
+		    struct strata_buf *buf)
+{
+	int rc;
+
+	if (b->full || bytes > b->left)
+		return -ENOSPC;
+	rc = strata_backend_buf_alloc(be, bytes, usage, buf);
+	if (rc == -ENOMEM) {
+		strata_warn("%s: the device refused %zu MiB with %" PRIu64 " MiB of the budget left: "
+			    "what did not fit stays on the CPU", be->name, bytes >> 20,
+			    b->left >> 20);
+		b->full = 1;
+		return -ENOSPC;
+	}
+	if (rc)
+		return rc;
+	b->left -= bytes;
+	return 0;
+}
+
+/* Copy tensors v[0..n) into buf back to back (aligned), re-pointing them there. */
+static int upload(struct strata_backend *be, struct strata_buf *buf, struct strata_tensor **v,
+		  int n)
+{
+	size_t off = 0;
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		const size_t bytes = t_bytes(v[i]);
+
+		if (!v[i]->buf)
+			continue;
+		if ((rc = strata_backend_copy_in(be, buf, off, strata_tensor_data(v[i]), bytes,
+						 NULL)))
+			return rc;
+		v[i]->buf = buf;
+		v[i]->offset = off;
+		off += align_up(bytes);
+	}
+	return 0;
+}
+
+static int place_layer(struct strata_ctx *c, struct budget *b, uint32_t l, uint64_t state)
+{
+	struct pl_layer *L = &c->L[l];
+	struct strata_tensor *v[N_DENSE];
+	int rc;
+
+	if (!layer_supported(c->dev, c->m, l, L) || L->dense_bytes + state > b->left || b->full)
+		return -ENOSPC;
+	if ((rc = alloc_in(c->dev, b, L->dense_bytes, STRATA_BUF_USE_WEIGHTS, &L->dense_buf)))
+		return rc;
+	dense_list(L, v);
+	if ((rc = upload(c->dev, &L->dense_buf, v, N_DENSE)))
+		return rc;
+	b->left -= state;
+	L->be = c->dev;
+	c->st.dev_layers++;
+	c->st.dev_weight_bytes += L->dense_bytes;
+	c->st.host_weight_bytes -= L->dense_bytes;
+	c->st.dev_state_bytes += state;
+	return 0;
+}
+
+static int place_output(struct strata_ctx *c, struct budget *b)
+{
+	struct strata_tensor *v[2] = { &c->output_norm, &c->output };
+	const size_t bytes = align_up(t_bytes(&c->output_norm)) + align_up(t_bytes(&c->output));
+	int rc;
+
+	if (!strata_backend_supports(c->dev, STRATA_OP_RMS_NORM, STRATA_TYPE_F32) ||
+	    !strata_backend_supports(c->dev, STRATA_OP_MATMUL, c->output.type))
+		return 0;
+	if ((rc = alloc_in(c->dev, b, bytes, STRATA_BUF_USE_WEIGHTS, &c->out_buf)))
+		return rc == -ENOSPC ? 0 : rc;
+	if ((rc = upload(c->dev, &c->out_buf, v, 2)))
+		return rc;
+	c->out_be = c->dev;
+	c->st.dev_output = 1;
+	c->st.dev_weight_bytes += bytes;
+	return 0;
+}
+
+/* Bytes of one expert (gate + up + down) of layer l. */
+static size_t expert_bytes(const struct pl_layer *L)
+{
+	return L->xh[0].nb[2] + L->xh[1].nb[2] + L->xh[2].nb[2];
+}
+
+static int experts_supported(struct strata_backend *be, const struct pl_layer *L)
+{
+	for (int p = 0; p < 3; p++)
+		if (!strata_backend_supports(be, STRATA_OP_MATMUL, L->xh[p].type))
+			return 0;
+	return 1;
+}
+
+/* Upload the experts dealt to layer l into its slots. */
+static int upload_experts(struct strata_ctx *c, struct budget *b, uint32_t l)
+{
+	struct pl_layer *L = &c->L[l];
+	size_t off[3], total = 0;
+	int rc;
+
+	for (int p = 0; p < 3; p++) {
+		off[p] = total;
+		total += align_up(L->xh[p].nb[2] * L->n_dev);
+	}
+	b->left += expert_bytes(L) * L->n_dev; /* dealt already: alloc_in takes it with padding */
+	if ((rc = alloc_in(c->dev, b, total, STRATA_BUF_USE_WEIGHTS, &L->exp_buf)))
+		return rc;
+	for (int p = 0; p < 3; p++) {
+		L->xd[p] = L->xh[p];
+		L->xd[p].buf = &L->exp_buf;
+		L->xd[p].offset = off[p];
+		L->xd[p].ne[2] = L->n_dev;
+		L->xd[p].nb[3] = L->xh[p].nb[2] * L->n_dev;
+	}
+	for (uint32_t e = 0; e < c->m->hp.n_expert; e++)
+		for (int p = 0; L->dev_slot[e] != CTX_NONE && p < 3; p++) {
+			const struct strata_tensor src = strata_t_expert(&L->xh[p], e);
+
+			rc = strata_backend_copy_in(c->dev, &L->exp_buf,
+						    off[p] + L->dev_slot[e] * L->xh[p].nb[2],
+						    strata_tensor_data(&src), L->xh[p].nb[2], NULL);
+			if (rc)
+				return rc;
+		}
+	c->st.dev_weight_bytes += total;
+	c->st.host_weight_bytes -= expert_bytes(L) * L->n_dev;
+	c->st.dev_experts += L->n_dev;
+	return 0;
+}
+
+/* Deal experts round-robin over the device's MoE layers while the budget lasts. */
+static int place_experts(struct strata_ctx *c, struct budget *b)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	const uint32_t nl = hp->n_layer - hp->n_nextn;
+	int rc, dealt = 1;
+
+	for (uint32_t e = 0; e < hp->n_expert && dealt && !b->full; e++) {
+		dealt = 0;
+		for (uint32_t l = 0; l < nl; l++) {
+			struct pl_layer *L = &c->L[l];
+			size_t need = expert_bytes(L);
+
+			if (L->be != c->dev || !c->m->layers[l].moe || !experts_supported(c->dev, L))
+				continue;
+			/* the slots of all three parts are padded: keep that room too */
+			if (need + 3 * ALIGN > b->left)
+				continue;
+			L->dev_slot[e] = L->n_dev++;
+			b->left -= need;
+			dealt = 1;
+		}
+	}
+	for (uint32_t l = 0; l < nl; l++)
+		if (c->L[l].n_dev && (rc = upload_experts(c, b, l))) {
+			if (rc != -ENOSPC)
+				return rc;
+			for (uint32_t e = 0; e < hp->n_expert; e++)
+				c->L[l].dev_slot[e] = CTX_NONE;
+			c->L[l].n_dev = 0;
+		}
+	return 0;
+}
+
+static int place_device(struct strata_ctx *c, const struct strata_ctx_opts *o)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	const uint32_t nl = hp->n_layer - hp->n_nextn;
+	const uint32_t n_ctx = o->n_ctx ? o->n_ctx : 4096, n_seq = o->n_seq ? o->n_seq : 1;
+	struct budget b = { .left = o->device_budget };
+	int rc;
+
+	c->dev = o->device;
+	c->st.dev_work_bytes = strata_ws_bytes(c->m, c->max_batch, 1);
+	c->st.dev_need_bytes = c->st.dev_work_bytes + c->L[0].dense_bytes +
+			       (uint64_t)strata_layer_state_bytes(c->m, 0, n_ctx) * n_seq;
+	if (c->st.dev_work_bytes > b.left)
+		goto none;
+	if ((rc = strata_ws_init(c, c->dev, &c->ws_dev))) {
+		if (rc != -ENOMEM)
+			return rc;
+		goto none;
+	}
+	b.left -= c->st.dev_work_bytes;
+	for (uint32_t l = 0; l < nl; l++) {
+		uint64_t state = (uint64_t)strata_layer_state_bytes(c->m, l, n_ctx) * n_seq;
+
+		if ((rc = place_layer(c, &b, l, state))) {
+			if (rc != -ENOSPC)
+				return rc;
+			break;
+		}
+	}
+	if (!c->st.dev_layers) {
+		strata_ws_free(c->dev, &c->ws_dev);
+		goto none;
+	}
+	if ((rc = place_output(c, &b)) || (rc = place_experts(c, &b)))
+		return rc;
+	for (int i = 0; i < 3; i++)
+		if ((rc = strata_backend_event_create(c->dev, &c->ev[i])))
+			return rc;
+	return 0;
+none:
+	c->dev = NULL;
+	c->st.dev_work_bytes = 0;
+	return 0;
+}
+
+int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	const uint32_t nl = hp->n_layer - hp->n_nextn;
+	const struct strata_gguf_tensor *t0 = strata_gguf_tensor(c->m->gguf, 0);
+
+	/* Every weight is a view of the mapping's data section. */
+	c->host_map = (struct strata_buf){
+		.base = (void *)((const char *)t0->data - t0->offset),
+		.size = strata_gguf_file_size(c->m->gguf) - strata_gguf_data_offset(c->m->gguf),
+		.flags = STRATA_BUF_HOST,
+	};
+	c->tok_embd = h_mat(c, &c->m->tok_embd);
+	c->output_norm = c->output_norm_h = h_f32(c, c->m->output_norm, hp->n_embd, 1);
+	c->output = c->output_h = h_mat(c, &c->m->output);
+	c->out_be = c->cpu;
+	c->st.host_weight_bytes = t_bytes(&c->tok_embd) + t_bytes(&c->output);
+	c->L = calloc(nl ? nl : 1, sizeof(*c->L));
+	if (!c->L)
+		return -ENOMEM;
+	for (uint32_t l = 0; l < nl; l++) {
+		c->L[l].dev_slot = malloc((hp->n_expert ? hp->n_expert : 1) * sizeof(uint32_t));
+		if (!c->L[l].dev_slot)
+			return -ENOMEM;
+		for (uint32_t e = 0; e < hp->n_expert; e++)
+			c->L[l].dev_slot[e] = CTX_NONE;
+		host_layer(c, l);
+	}
+	return o->device ? place_device(c, o) : 0;
+}
+
+void strata_ctx_unplace(struct strata_ctx *c)
+{
+	const uint32_t nl = c->m->hp.n_layer - c->m->hp.n_nextn;
+
+	for (uint32_t l = 0; c->L && l < nl; l++) {
+		if (c->dev) {
+			strata_backend_buf_free(c->dev, &c->L[l].dense_buf);
+			strata_backend_buf_free(c->dev, &c->L[l].exp_buf);
+		}
+		free(c->L[l].dev_slot);
+	}
+	if (c->dev)
+		strata_backend_buf_free(c->dev, &c->out_buf);
+	free(c->L);
+	c->L = NULL;
+}
