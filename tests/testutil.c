@@ -10,7 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
+#include "config/config.h"
 #include "model/model.h"
+#include "plugin/registry.h"
+#include "strata/plugin.h"
 #include "util/log.h"
 
 const char *tu_shared(const char *rel)
@@ -124,21 +128,100 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return remove(path);
 }
 
+/* ---- contexts on the CPU or the test device -------------------------------- */
+
+static struct strata_config g_gpu_cfg;
+static struct strata_registry *g_gpu_reg;
+static struct strata_backend *g_gpu;
+
+static void gpu_release(void)
+{
+	strata_backend_free(g_gpu);
+	strata_registry_free(g_gpu_reg);
+	strata_config_free(&g_gpu_cfg);
+	g_gpu = NULL;
+	g_gpu_reg = NULL;
+}
+
+struct strata_backend *tu_gpu(void)
+{
+	struct strata_plugin *p;
+
+	if (g_gpu)
+		return g_gpu;
+	/* gpu-sim is usable only where [gpu] plugin names it */
+	if (strata_config_init(&g_gpu_cfg))
+		return NULL;
+	free(g_gpu_cfg.gpu_plugin);
+	g_gpu_cfg.gpu_plugin = strdup("gpu-sim");
+	if (strata_registry_create(&g_gpu_cfg, NULL, &g_gpu_reg) ||
+	    strata_registry_load_file(g_gpu_reg, STRATA_PLUGIN_DIR "/test/strata-gpu-sim.so",
+				      STRATA_PLUGIN_GPU, &p) ||
+	    strata_backend_device_create(p, &g_gpu)) {
+		strata_registry_free(g_gpu_reg);
+		strata_config_free(&g_gpu_cfg);
+		g_gpu_reg = NULL;
+		return NULL;
+	}
+	atexit(gpu_release);
+	return g_gpu;
+}
+
+const char *tu_gpu_mode(void)
+{
+	const char *m = getenv("STRATA_TEST_GPU");
+
+	return m && *m ? m : NULL;
+}
+
+static void must(int ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "testutil: %s\n", what);
+		abort();
+	}
+}
+
+struct strata_ctx *tu_ctx(const struct strata_model *m, struct strata_pool *pool,
+			  uint32_t n_ctx, uint32_t max_batch, const char *mode)
+{
+	struct strata_ctx_opts o = { .pool = pool, .max_batch = max_batch, .n_ctx = n_ctx };
+	struct strata_placement_stats st;
+	struct strata_ctx *c;
+	uint64_t dense;
+
+	if (mode) {
+		must(strcmp(mode, "all") == 0 || strcmp(mode, "dense") == 0 ||
+		     strcmp(mode, "mid") == 0, "STRATA_TEST_GPU is all, dense or mid");
+		must((o.device = tu_gpu()) != NULL, "cannot load build/plugins/test/strata-gpu-sim.so");
+		/* Ask for everything once, to learn the sizes of the parts. */
+		o.device_budget = o.device->info.mem_total;
+		must(strata_ctx_create(m, &o, &c) == 0, "cannot make a context on gpu-sim");
+		strata_ctx_placement(c, &st);
+		strata_ctx_free(c);
+		dense = st.dev_work_bytes + st.dev_state_bytes + st.dev_weight_bytes -
+			st.dev_expert_bytes;
+		if (strcmp(mode, "dense") == 0)
+			o.device_budget = dense;
+		else if (strcmp(mode, "mid") == 0)
+			o.device_budget = dense + st.dev_expert_bytes / 2;
+	}
+	must(strata_ctx_create(m, &o, &c) == 0, "cannot make a context");
+	return c;
+}
+
+void tu_ctx_free(struct strata_ctx *c)
+{
+	strata_ctx_free(c);
+}
+
 struct strata_seq *tu_seq(const struct strata_model *m, struct strata_pool *pool,
 			  uint32_t n_ctx, uint32_t max_batch)
 {
-	struct strata_ctx_opts o = { .pool = pool, .max_batch = max_batch };
-	struct strata_ctx *c;
+	struct strata_ctx *c = tu_ctx(m, pool, n_ctx ? n_ctx : 4096, max_batch, tu_gpu_mode());
 	struct strata_seq *s;
 
-	if (strata_ctx_create(m, &o, &c)) {
-		fprintf(stderr, "tu_seq: cannot make a context\n");
-		abort();
-	}
-	if (strata_seq_create(c, n_ctx, &s)) {
-		fprintf(stderr, "tu_seq: cannot make a sequence\n");
-		abort();
-	}
+	must(strata_seq_create(c, n_ctx, &s) == 0, "cannot make a sequence");
 	return s;
 }
 

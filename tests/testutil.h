@@ -37,16 +37,37 @@ int tu_tsan(void);
 int tu_tsan_pick(size_t i, size_t n, size_t j);
 
 /*
- * A CPU-only context for m on pool (may be NULL) taking batches of up to
- * max_batch tokens, and a sequence of n_ctx positions on it (0: the model's
- * default); aborts the test on failure.  tu_seq_free() frees both.
+ * A context for m on pool (may be NULL) taking batches of up to max_batch
+ * tokens, and a sequence of n_ctx positions on it (0: the model's default);
+ * aborts the test on failure.  tu_seq_free() frees both.  The context is
+ * the CPU's, or with env STRATA_TEST_GPU set, the test device gpu-sim's
+ * (build/plugins/test) with a budget that holds:
+ *   all    everything (the CPU only embeds the tokens),
+ *   dense  the dense weights, the output head, the state and the workspace:
+ *          every routed expert runs on the CPU,
+ *   mid    that and half the experts' bytes: some experts on each side.
+ * ctest runs suites a second time with it (their names end in _gpu_MODE).
  */
 struct strata_model;
 struct strata_pool;
 struct strata_seq;
+struct strata_ctx;
+struct strata_backend;
 struct strata_seq *tu_seq(const struct strata_model *m, struct strata_pool *pool,
 			  uint32_t n_ctx, uint32_t max_batch);
 void tu_seq_free(struct strata_seq *s);
+/* STRATA_TEST_GPU, or NULL when the suites run on the CPU. */
+const char *tu_gpu_mode(void);
+/*
+ * A context for m as tu_seq makes one, on gpu-sim with the budget of `mode`
+ * (all, dense, mid; NULL: the CPU), for n_ctx positions.  Aborts on failure.
+ */
+struct strata_ctx *tu_ctx(const struct strata_model *m, struct strata_pool *pool,
+			  uint32_t n_ctx, uint32_t max_batch, const char *mode);
+/* Free a context from tu_ctx (and its device). */
+void tu_ctx_free(struct strata_ctx *c);
+/* gpu-sim as the core's backend (the process keeps one; NULL when it cannot load). */
+struct strata_backend *tu_gpu(void);
 
 /* Read a whole file; malloc'd, *len set; NULL on failure. */
 void *tu_read_file(const char *path, size_t *len);

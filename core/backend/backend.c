@@ -16,21 +16,6 @@
 #include "plugin/registry.h"
 #include "util/log.h"
 
-static const char *const g_op_names[STRATA_OP_COUNT] = {
-	[STRATA_OP_GET_ROWS] = "GET_ROWS", [STRATA_OP_MATMUL] = "MATMUL",
-	[STRATA_OP_RMS_NORM] = "RMS_NORM", [STRATA_OP_ROPE] = "ROPE",
-	[STRATA_OP_ADD] = "ADD",           [STRATA_OP_SWIGLU] = "SWIGLU",
-	[STRATA_OP_SIGMOID_MUL] = "SIGMOID_MUL", [STRATA_OP_COPY] = "COPY",
-	[STRATA_OP_FILL] = "FILL",         [STRATA_OP_ATTN] = "ATTN",
-	[STRATA_OP_DELTANET] = "DELTANET", [STRATA_OP_MOE_ROUTE] = "MOE_ROUTE",
-	[STRATA_OP_MOE_COMBINE] = "MOE_COMBINE",
-};
-
-const char *strata_op_name(uint32_t code)
-{
-	return code < STRATA_OP_COUNT && g_op_names[code] ? g_op_names[code] : "?";
-}
-
 /* ---- the CPU backend: host memory, ops run at once ------------------------------ */
 
 static int cpu_info(void *dev, struct strata_device_info *info)
@@ -235,7 +220,7 @@ int strata_backend_supports(struct strata_backend *be, uint32_t code, uint32_t t
 static int failed(struct strata_backend *be, int rc, const char *what)
 {
 	if (!be->broken)
-		strata_error("%s: %s failed: %s", be->name, what, strerror(-rc));
+		strata_error("%s failed %s: %s", be->name, what, strerror(-rc));
 	be->broken = 1;
 	return rc;
 }
@@ -262,7 +247,7 @@ int strata_backend_copy_in(struct strata_backend *be, struct strata_buf *buf, si
 	if (be->broken)
 		return -EIO;
 	if ((rc = be->ops->copy_in(be->dev, buf, off, src, n, ev)))
-		return failed(be, rc, "a copy to the device");
+		return failed(be, rc, "copying to the device");
 	be->link.in_bytes += be->is_cpu ? 0 : n;
 	be->link.in_copies += !be->is_cpu;
 	return 0;
@@ -276,7 +261,7 @@ int strata_backend_copy_out(struct strata_backend *be, const struct strata_buf *
 	if (be->broken)
 		return -EIO;
 	if ((rc = be->ops->copy_out(be->dev, buf, off, dst, n, ev)))
-		return failed(be, rc, "a copy from the device");
+		return failed(be, rc, "copying from the device");
 	be->link.out_bytes += be->is_cpu ? 0 : n;
 	be->link.out_copies += !be->is_cpu;
 	return 0;
@@ -292,7 +277,8 @@ int strata_backend_run(struct strata_backend *be, const struct strata_op *op)
 	rc = be->ops->run(be->dev, op);
 	if (!rc)
 		return 0;
-	snprintf(what, sizeof(what), "op %s", strata_op_name(op->code));
+	/* an error of earlier queued work may surface here: say when we learned it */
+	snprintf(what, sizeof(what), "queueing op %s", strata_op_name(op->code));
 	return failed(be, rc, what);
 }
 
@@ -327,12 +313,12 @@ int strata_backend_sync_event(struct strata_backend *be, void *ev)
 {
 	int rc = be->broken ? -EIO : be->ops->sync_event(be->dev, ev);
 
-	return rc ? failed(be, rc, "queued work") : 0;
+	return rc ? failed(be, rc, "in queued work") : 0;
 }
 
 int strata_backend_sync(struct strata_backend *be)
 {
 	int rc = be->ops->synchronize(be->dev);
 
-	return rc ? failed(be, rc, "queued work") : be->broken ? -EIO : 0;
+	return rc ? failed(be, rc, "in queued work") : be->broken ? -EIO : 0;
 }

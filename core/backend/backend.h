@@ -83,7 +83,5 @@ int strata_backend_wait(struct strata_backend *be, void *ev);
 int strata_backend_sync_event(struct strata_backend *be, void *ev);
 int strata_backend_sync(struct strata_backend *be);
 
-/* "ATTN", "MATMUL", ... */
-const char *strata_op_name(uint32_t code);
 
 #endif

@@ -64,6 +64,21 @@ void strata_exec_free(struct strata_exec *x)
 	free(x);
 }
 
+static const char *const g_op_names[STRATA_OP_COUNT] = {
+	[STRATA_OP_GET_ROWS] = "GET_ROWS", [STRATA_OP_MATMUL] = "MATMUL",
+	[STRATA_OP_RMS_NORM] = "RMS_NORM", [STRATA_OP_ROPE] = "ROPE",
+	[STRATA_OP_ADD] = "ADD",           [STRATA_OP_SWIGLU] = "SWIGLU",
+	[STRATA_OP_SIGMOID_MUL] = "SIGMOID_MUL", [STRATA_OP_COPY] = "COPY",
+	[STRATA_OP_FILL] = "FILL",         [STRATA_OP_ATTN] = "ATTN",
+	[STRATA_OP_DELTANET] = "DELTANET", [STRATA_OP_MOE_ROUTE] = "MOE_ROUTE",
+	[STRATA_OP_MOE_COMBINE] = "MOE_COMBINE",
+};
+
+const char *strata_op_name(uint32_t code)
+{
+	return code < STRATA_OP_COUNT && g_op_names[code] ? g_op_names[code] : "?";
+}
+
 int strata_exec_supports(uint32_t code, uint32_t type)
 {
 	switch (code) {
@@ -191,7 +206,7 @@ static int op_rope(const struct strata_op *op)
 	const float *inv_freq = strata_tensor_data(op->src[1]);
 	const int n_rot = (int)op->p.rope.n_rot, neox = op->p.rope.mode == STRATA_ROPE_MODE_NEOX;
 
-	if (n_rot > t->ne[0] || n_rot % 2 || op->src[0] != op->dst)
+	if (n_rot > t->ne[0] || n_rot % 2 || strata_tensor_data(op->src[0]) != strata_tensor_data(t))
 		return -EINVAL;
 	FOR_ROWS(t, h, tok, i3) {
 		float *x = row_at(t, h, tok, i3);

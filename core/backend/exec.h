@@ -40,6 +40,9 @@ int strata_exec_supports(uint32_t code, uint32_t type);
  */
 int strata_exec_run(struct strata_exec *x, const struct strata_op *op);
 
+/* "ATTN", "MATMUL", ...; "?" for an unknown code. */
+const char *strata_op_name(uint32_t code);
+
 /* The data of a host tensor. */
 static inline void *strata_tensor_data(const struct strata_tensor *t)
 {

@@ -43,13 +43,13 @@ static int device_budget(struct strata_engine *e, uint64_t *out)
 	errno = 0;
 	mib = strtoull(v, &end, 10);
 	if (errno || *end || v[0] == '-' || mib == 0) {
-		strata_error("%s = '%s': expected a positive number of MiB or auto",
-			     budget_where(e, where, sizeof(where)), v);
+		strata_error("%s: %s = '%s': expected a positive number of MiB or auto",
+			     e->dev->name, budget_where(e, where, sizeof(where)), v);
 		return -EINVAL;
 	}
 	if (mib > info->mem_total >> 20) {
-		strata_error("%s = %llu MiB is more than %s has (%" PRIu64 " MiB)",
-			     budget_where(e, where, sizeof(where)), mib, info->name,
+		strata_error("%s: %s = %llu MiB is more than %s has (%" PRIu64 " MiB)",
+			     e->dev->name, budget_where(e, where, sizeof(where)), mib, info->name,
 			     info->mem_total >> 20);
 		return -EINVAL;
 	}
@@ -102,6 +102,11 @@ int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t
 	if (e->dev && !st.dev_layers) {
 		const uint64_t need = st.dev_need_bytes;
 
+		if (!automatic && st.dev_skipped == e->model->hp.n_layer - e->model->hp.n_nextn) {
+			strata_error("%s supports none of the model's layers (it lacks an op or a "
+				     "weight type they need); use [gpu] plugin = none", e->dev->name);
+			return -ENOTSUP;
+		}
 		if (!automatic) {
 			strata_error("%s: %s of %" PRIu64 " MiB cannot hold the workspace and one "
 				     "layer with its state (%" PRIu64 " MiB); raise it or use "
@@ -110,8 +115,9 @@ int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t
 				     (need + (1u << 20) - 1) >> 20);
 			return -ENOSPC;
 		}
-		strata_info("%s: %" PRIu64 " MiB cannot hold one layer (%" PRIu64 " MiB): running "
-			    "on the CPU", e->dev->name, o.device_budget >> 20, need >> 20);
+		strata_info("%s: %" PRIu64 " MiB hold no layer (one needs %" PRIu64 " MiB) or it "
+			    "lacks their ops: running on the CPU", e->dev->name,
+			    o.device_budget >> 20, need >> 20);
 		strata_ctx_free(e->ctx);
 		e->ctx = NULL;
 		strata_backend_free(e->dev);
@@ -120,6 +126,27 @@ int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t
 		return strata_ctx_create(e->model, &o, &e->ctx);
 	}
 	return 0;
+}
+
+int strata_engine_make_seq(struct strata_engine *e, uint32_t n_ctx)
+{
+	struct strata_ctx_opts o = { .pool = e->pool };
+	int rc = strata_seq_create(e->ctx, n_ctx, &e->seq);
+
+	if (!rc || !e->dev)
+		return rc;
+	/* Placement reserved the state's room: a device that refuses it is failing. */
+	strata_warn("%s cannot hold the sequence's state (above): running on the CPU",
+		    e->dev->name);
+	o.max_batch = e->ctx ? strata_ctx_max_batch(e->ctx) : 0;
+	o.n_ctx = n_ctx;
+	strata_ctx_free(e->ctx);
+	e->ctx = NULL;
+	strata_backend_free(e->dev);
+	e->dev = NULL;
+	if ((rc = strata_ctx_create(e->model, &o, &e->ctx)))
+		return rc;
+	return strata_seq_create(e->ctx, n_ctx, &e->seq);
 }
 
 int strata_engine_fall_back(struct strata_engine *e)

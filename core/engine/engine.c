@@ -131,7 +131,7 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	if ((rc = strata_pool_create(c->threads, &e->pool)) ||
 	    (rc = strata_registry_create(&e->cfg, argv0, &e->reg)) ||
 	    (rc = strata_engine_make_ctx(e, chunk < n_ctx ? chunk : n_ctx, n_ctx)) ||
-	    (rc = strata_seq_create(e->ctx, n_ctx, &e->seq)) ||
+	    (rc = strata_engine_make_seq(e, n_ctx)) ||
 	    (rc = strata_path_list_create_at(e->reg, c->paths,
 					     strata_config_where(c, "prompt", "paths"), &e->paths)) ||
 	    (rc = engine_checkpoints(e)) || (rc = engine_xstore(e)))

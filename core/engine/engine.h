@@ -64,6 +64,12 @@ int strata_engine_create(struct strata_config *cfg, const char *argv0,
 int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t n_ctx);
 
 /*
+ * Make e->seq of n_ctx positions on e->ctx; when the device refuses its
+ * state, continue on the CPU alone (warned).  0 or -errno after logging.
+ */
+int strata_engine_make_seq(struct strata_engine *e, uint32_t n_ctx);
+
+/*
  * After the device failed (logged): drop it and continue on the CPU alone,
  * with a fresh sequence and no checkpoints.  0 or -errno.
  */

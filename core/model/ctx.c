@@ -305,6 +305,11 @@ void strata_ctx_placement(const struct strata_ctx *c, struct strata_placement_st
 	*st = c->st;
 }
 
+uint32_t strata_ctx_max_batch(const struct strata_ctx *c)
+{
+	return c->max_batch;
+}
+
 struct strata_backend *strata_ctx_cpu(const struct strata_ctx *c)
 {
 	return c->cpu;

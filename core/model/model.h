@@ -213,9 +213,11 @@ struct strata_ctx_opts {
 /* What a context placed where (the run summary; see strata_ctx_describe). */
 struct strata_placement_stats {
 	uint32_t dev_layers;           /* layers whose dense part runs on the device */
+	uint32_t dev_skipped;          /* layers kept on the CPU: the device lacks an op or type */
 	uint32_t dev_experts, experts; /* experts on the device, of all the routed ones */
 	int dev_output;                /* the output head runs on the device */
 	uint64_t dev_weight_bytes;     /* weights uploaded to the device */
+	uint64_t dev_expert_bytes;     /* of them routed experts */
 	uint64_t dev_state_bytes;      /* state reserved there per sequence x n_seq */
 	uint64_t dev_work_bytes;       /* its workspace */
 	uint64_t host_weight_bytes;    /* weights computed on the CPU */
@@ -234,6 +236,8 @@ int strata_ctx_create(const struct strata_model *m, const struct strata_ctx_opts
 		      struct strata_ctx **out);
 void strata_ctx_free(struct strata_ctx *c);
 void strata_ctx_placement(const struct strata_ctx *c, struct strata_placement_stats *st);
+/* Tokens one forward pass takes at most. */
+uint32_t strata_ctx_max_batch(const struct strata_ctx *c);
 /* The CPU backend (owned by c) and the device (borrowed, or NULL). */
 struct strata_backend *strata_ctx_cpu(const struct strata_ctx *c);
 struct strata_backend *strata_ctx_device(const struct strata_ctx *c);
@@ -254,9 +258,10 @@ struct strata_seq;
 
 /*
  * Make a sequence of n_ctx positions (0 = the model's training context, at
- * most 4096).  Returns 0 or -ENOMEM / -EINVAL after logging.  Snapshots
- * still bound to the sequence when it is freed are detached (they must
- * still be freed).
+ * most 4096).  Returns 0, -ENOMEM after logging when the host is out of
+ * memory, or -errno unlogged when the device refused the state (the caller
+ * goes on without it or says so).  Snapshots still bound to the sequence
+ * when it is freed are detached (they must still be freed).
  */
 int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **out);
 void strata_seq_free(struct strata_seq *s);

@@ -3,14 +3,15 @@
  *
  * Without a device everything is a view of the model's mapping, computed by
  * the CPU backend in place (no copy).  With a device, in this order while
- * the budget lasts: its workspace; then layer by layer (a prefix of the
- * layers) the dense part - mixer, norms, router, shared expert, dense FFN -
- * together with the layer's state for n_seq sequences; then the output
- * head; then routed experts of the layers it holds, dealt round-robin over
- * those layers so each gets its share.  A layer whose ops or weight types
- * the device does not support stays on the CPU, and so does everything
- * after it.  Experts the device does not hold are computed on the CPU each
- * step; the layer loop moves activations between the two.
+ * the budget lasts: its workspace; then layer by layer (the first layers
+ * while they fit) the dense part - mixer, norms, router, shared expert,
+ * dense FFN - together with the layer's state for n_seq sequences; then the
+ * output head; then routed experts of the layers it holds, dealt
+ * round-robin over those layers so each gets its share.  A layer whose ops
+ * or weight types the device does not support stays on the CPU (the layers
+ * after it may still go); experts of a type it does not support too.
+ * Experts the device does not hold are computed on the CPU each step; the
+ * layer loop moves activations between the two.
  */
 #include "model/ctx_int.h"
 
@@ -262,7 +263,9 @@ static int place_layer(struct strata_ctx *c, struct budget *b, uint32_t l, uint6
 	struct strata_tensor *v[N_DENSE];
 	int rc;
 
-	if (!layer_supported(c->dev, c->m, l, L) || L->dense_bytes + state > b->left || b->full)
+	if (!layer_supported(c->dev, c->m, l, L))
+		return -ENOTSUP;
+	if (L->dense_bytes + state > b->left || b->full)
 		return -ENOSPC;
 	if ((rc = alloc_in(c->dev, b, L->dense_bytes, STRATA_BUF_USE_WEIGHTS, &L->dense_buf)))
 		return rc;
@@ -343,6 +346,7 @@ static int upload_experts(struct strata_ctx *c, struct budget *b, uint32_t l)
 				return rc;
 		}
 	c->st.dev_weight_bytes += total;
+	c->st.dev_expert_bytes += total;
 	c->st.host_weight_bytes -= expert_bytes(L) * L->n_dev;
 	c->st.dev_experts += L->n_dev;
 	return 0;
@@ -405,11 +409,13 @@ static int place_device(struct strata_ctx *c, const struct strata_ctx_opts *o)
 	for (uint32_t l = 0; l < nl; l++) {
 		uint64_t state = (uint64_t)strata_layer_state_bytes(c->m, l, n_ctx) * n_seq;
 
-		if ((rc = place_layer(c, &b, l, state))) {
-			if (rc != -ENOSPC)
-				return rc;
-			break;
-		}
+		rc = place_layer(c, &b, l, state);
+		if (rc == -ENOSPC)
+			break; /* the layers after it stay on the CPU too */
+		if (rc && rc != -ENOTSUP)
+			return rc;
+		if (rc)
+			c->st.dev_skipped++;
 	}
 	if (!c->st.dev_layers) {
 		strata_ws_free(c->dev, &c->ws_dev);

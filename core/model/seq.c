@@ -74,7 +74,7 @@ int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **
 	const struct strata_hparams *hp = &m->hp;
 	const uint32_t nl = hp->n_layer - hp->n_nextn;
 	struct strata_seq *s;
-	int rc = 0;
+	int rc = 0, on_cpu = 1;
 
 	*out = NULL;
 	if (n_ctx == 0)
@@ -91,11 +91,12 @@ int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **
 	s->stride = (n_ctx + 15) & ~15u;
 	s->max_batch = c->max_batch < n_ctx ? c->max_batch : n_ctx;
 	for (uint32_t l = 0; l < nl && !rc; l++)
-		rc = alloc_layer(s, l);
+		if ((rc = alloc_layer(s, l)))
+			on_cpu = s->L[l].be->is_cpu;
 	if (rc) {
-		if (rc == -ENOMEM)
-			strata_error("out of memory for a context of %u tokens (%s)", n_ctx,
-				     s->L[0].be ? s->L[0].be->name : "cpu");
+		/* a device's refusal is its caller's to report: it may go on without it */
+		if (rc == -ENOMEM && on_cpu)
+			strata_error("out of memory for a context of %u tokens", n_ctx);
 		strata_seq_free(s);
 		return rc;
 	}
