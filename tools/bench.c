@@ -7,6 +7,10 @@
  * the spread are printed, one line per test, plus a CSV with -o.  With -x
  * the experts are streamed ([model] experts = stream) through the io plugin
  * -i into a cache of -x MiB, and the store's totals are printed at the end.
+ * With -g the model runs on a device plugin (gpu-sim, with -P its directory)
+ * within a budget -b: all (everything on it), dense (its dense weights and
+ * state: every routed expert on the CPU), mid (and half the experts' bytes)
+ * or a number of MiB; the bytes that crossed its link per token are printed.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "config/config.h"
 #include "cpu/kernels.h"
 #include "model/model.h"
@@ -46,6 +51,7 @@ struct bench {
 	struct strata_ctx *ctx;
 	struct strata_seq *seq;
 	struct strata_pool *pool;
+	struct strata_backend *dev;
 	int32_t *tokens;
 	float *logits;
 };
@@ -78,6 +84,8 @@ static int bench_test(struct bench *b, const char *name, uint32_t n_pp, uint32_t
 	double *ts = calloc((size_t)reps, sizeof(double)), secs;
 	uint32_t n = n_pp ? n_pp : n_tg;
 	int rc = run_once(b, n_pp, n_tg, &secs); /* warm-up: page in the weights */
+	const uint64_t in0 = b->dev ? b->dev->link.in_bytes : 0;
+	const uint64_t out0 = b->dev ? b->dev->link.out_bytes : 0;
 
 	if (!ts)
 		return -ENOMEM;
@@ -89,6 +97,11 @@ static int bench_test(struct bench *b, const char *name, uint32_t n_pp, uint32_t
 	}
 	if (isatty(2))
 		fprintf(stderr, "\r%60s\r", "");
+	if (!rc && b->dev) {
+		printf("link: %s: %.1f KiB in, %.1f KiB out per token\n", name,
+		       (b->dev->link.in_bytes - in0) / 1024.0 / ((double)reps * n),
+		       (b->dev->link.out_bytes - out0) / 1024.0 / ((double)reps * n));
+	}
 	if (!rc) {
 		qsort(ts, (size_t)reps, sizeof(double), cmp_double);
 		printf("| %-8s | %7d | %12.1f | %10.1f | %10.1f |\n", name, threads,
@@ -111,8 +124,70 @@ static void usage(const char *prog)
 	       "  -r N        repetitions after one warm-up (default 5); the median is reported\n"
 	       "  -o FILE     append CSV rows: model,test,threads,median,min,max (tok/s)\n"
 	       "  -x MIB      stream the experts into a cache of MIB MiB (0 = half the free memory)\n"
-	       "  -i PLUGIN   io plugin that streams them (default auto)\n",
+	       "  -i PLUGIN   io plugin that streams them (default auto)\n"
+	       "  -g PLUGIN   run on this gpu plugin (e.g. gpu-sim)\n"
+	       "  -b BUDGET   its budget: all (default), dense, mid or MiB\n"
+	       "  -P DIR      look for plugins in DIR first\n",
 	       prog);
+}
+
+/* The plugin registry (once), with DIR first and [gpu] plugin = gpu. */
+static int registry(struct bench *b, const char *dir, const char *gpu, const char *argv0)
+{
+	int rc;
+
+	if (b->reg)
+		return 0;
+	if ((rc = strata_config_init(&b->cfg)))
+		return rc;
+	if (dir && !(b->cfg.plugin_dir = strdup(dir)))
+		return -ENOMEM;
+	if (gpu) {
+		free(b->cfg.gpu_plugin);
+		if (!(b->cfg.gpu_plugin = strdup(gpu)))
+			return -ENOMEM;
+	}
+	return strata_registry_create(&b->cfg, argv0, &b->reg);
+}
+
+/*
+ * -g/-b: the context on the device, its budget from the spec (all, dense,
+ * mid as tests/testutil.h tu_ctx, or MiB).  0 or -errno (logged).
+ */
+static int open_device_ctx(struct bench *b, const char *gpu, const char *spec,
+			   struct strata_ctx_opts *o)
+{
+	struct strata_placement_stats st;
+	struct strata_plugin *p;
+	uint64_t dense;
+	int rc;
+
+	if ((rc = strata_registry_load(b->reg, STRATA_PLUGIN_GPU, gpu, &p)) ||
+	    (rc = strata_backend_device_create(p, &b->dev)))
+		return rc;
+	o->device = b->dev;
+	o->device_budget = b->dev->info.mem_total;
+	if (strcmp(spec, "all") && (!strcmp(spec, "dense") || !strcmp(spec, "mid"))) {
+		if ((rc = strata_ctx_create(b->m, o, &b->ctx)))
+			return rc;
+		strata_ctx_placement(b->ctx, &st);
+		strata_ctx_free(b->ctx);
+		b->ctx = NULL;
+		dense = st.dev_work_bytes + st.dev_state_bytes + st.dev_weight_bytes -
+			st.dev_expert_bytes;
+		o->device_budget = dense + (strcmp(spec, "mid") ? 0 : st.dev_expert_bytes / 2);
+	} else if (strcmp(spec, "all")) {
+		char *end;
+		unsigned long long mib = strtoull(spec, &end, 10);
+
+		if (*end || !mib) {
+			fprintf(stderr, "strata-bench: error: -b: '%s' is not all, dense, mid or MiB\n",
+				spec);
+			return -EINVAL;
+		}
+		o->device_budget = (uint64_t)mib << 20;
+	}
+	return strata_ctx_create(b->m, o, &b->ctx);
 }
 
 /* -x: the experts through io plugin `io` into a cache of `bytes`, as the engine does. */
@@ -124,8 +199,7 @@ static int open_store(struct bench *b, const char *model, const char *io, uint64
 	struct strata_plugin *p;
 	int rc;
 
-	if ((rc = strata_config_init(&b->cfg)) ||
-	    (rc = strata_registry_create(&b->cfg, argv0, &b->reg)) ||
+	if ((rc = registry(b, NULL, NULL, argv0)) ||
 	    (rc = strata_registry_pick_io(b->reg, io, "strata-bench -x", &p)))
 		return rc;
 	o.ops = p->desc->ops;
@@ -139,7 +213,8 @@ static int open_store(struct bench *b, const char *model, const char *io, uint64
 
 int main(int argc, char **argv)
 {
-	const char *model = NULL, *csv_path = NULL, *io = "auto";
+	const char *model = NULL, *csv_path = NULL, *io = "auto", *gpu = NULL, *budget = "all";
+	const char *plugin_dir = NULL;
 	long stream_mib = -1;
 	int threads = 0, reps = 5, opt, rc = 0;
 	long n_pp = 512, n_tg = 128;
@@ -147,11 +222,11 @@ int main(int argc, char **argv)
 	FILE *csv = NULL;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:h")) != -1) {
 		char *end;
 		long v = optarg ? strtol(optarg, &end, 10) : 0;
 
-		if (optarg && opt != 'm' && opt != 'o' && opt != 'i' && (*end || v < 0)) {
+		if (optarg && !strchr("moigbP", opt) && (*end || v < 0)) {
 			fprintf(stderr, "strata-bench: error: -%c needs a number >= 0, got '%s'\n",
 				opt, optarg);
 			return 2;
@@ -160,6 +235,9 @@ int main(int argc, char **argv)
 		case 'm': model = optarg; break;
 		case 'o': csv_path = optarg; break;
 		case 'i': io = optarg; break;
+		case 'g': gpu = optarg; break;
+		case 'b': budget = optarg; break;
+		case 'P': plugin_dir = optarg; break;
 		case 'x': stream_mib = v; break;
 		case 't': threads = (int)v; break;
 		case 'p': n_pp = v; break;
@@ -180,9 +258,14 @@ int main(int argc, char **argv)
 	{
 		uint32_t ctx = (uint32_t)(n_pp > n_tg ? n_pp : n_tg);
 
-		struct strata_ctx_opts o = { .pool = b.pool, .max_batch = ctx ? ctx : 1 };
+		struct strata_ctx_opts o = { .pool = b.pool, .max_batch = ctx ? ctx : 1,
+					     .n_ctx = ctx ? ctx : 1 };
 
-		if (strata_ctx_create(b.m, &o, &b.ctx) || strata_seq_create(b.ctx, ctx ? ctx : 1, &b.seq))
+		if ((gpu || plugin_dir) && registry(&b, plugin_dir, gpu, argv[0]))
+			return 1;
+		if (gpu ? open_device_ctx(&b, gpu, budget, &o) : strata_ctx_create(b.m, &o, &b.ctx))
+			return 1;
+		if (strata_seq_create(b.ctx, ctx ? ctx : 1, &b.seq))
 			return 1;
 		b.tokens = malloc((ctx + 1) * sizeof(int32_t));
 		b.logits = malloc(b.m->hp.n_vocab * sizeof(float));
@@ -201,6 +284,12 @@ int main(int argc, char **argv)
 	printf("model %s: %s, %.2f M parameters, %.1f MiB of weights; kernels %s\n", model,
 	       b.m->hp.arch_name, b.m->n_params / 1e6, b.m->weight_bytes / 1048576.0,
 	       strata_simd_name(strata_simd_get()));
+	if (b.dev) {
+		char line[1024];
+
+		strata_ctx_describe(b.ctx, line, sizeof(line));
+		printf("%s\n", line);
+	}
 	printf("| %-8s | %7s | %12s | %10s | %10s |\n", "test", "threads", "tok/s median",
 	       "min", "max");
 	printf("|----------|---------|--------------|------------|------------|\n");
@@ -220,6 +309,7 @@ int main(int argc, char **argv)
 	free(b.logits);
 	strata_seq_free(b.seq);
 	strata_ctx_free(b.ctx);
+	strata_backend_free(b.dev);
 	strata_xstore_close(b.xs);
 	strata_registry_free(b.reg);
 	strata_config_free(&b.cfg);

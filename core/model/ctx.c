@@ -337,27 +337,40 @@ static const char *human(uint64_t b, char *buf, size_t n)
 	return buf;
 }
 
+/* "3 layers, 12 of 24 experts, the output head" of one backend. */
+static int holds(char *buf, size_t n, uint32_t layers, uint32_t experts, uint32_t all_experts,
+		 int output)
+{
+	char x[64] = "";
+
+	if (all_experts)
+		snprintf(x, sizeof(x), ", %u of %u experts", experts, all_experts);
+	return snprintf(buf, n, "%u layer%s%s%s", layers, layers == 1 ? "" : "s", x,
+			output ? ", the output head" : "");
+}
+
 size_t strata_ctx_describe(const struct strata_ctx *c, char *buf, size_t n)
 {
 	const struct strata_placement_stats *st = &c->st;
 	const uint32_t layers = c->m->hp.n_layer - c->m->hp.n_nextn;
-	char a[32], b[32], d[32], e[32], f[32];
+	char a[32], b[32], d[32], e[32], f[32], what[160];
 	int k;
 
-	k = snprintf(buf, n, "backends: %s: %u of %u layers, %u of %u experts%s, %s of weights",
-		     c->cpu->info.name, layers - st->dev_layers, layers,
-		     st->experts - st->dev_experts, st->experts, st->dev_output ? "" : ", output",
+	holds(what, sizeof(what), layers - st->dev_layers, st->experts - st->dev_experts,
+	      st->experts, !st->dev_output);
+	k = snprintf(buf, n, "backends: %s holds %s, %s of weights", c->cpu->info.name, what,
 		     human(st->host_weight_bytes, a, sizeof(a)));
-	if (c->dev && st->dev_layers && k >= 0 && (size_t)k < n)
+	if (c->dev && st->dev_layers && k >= 0 && (size_t)k < n) {
+		holds(what, sizeof(what), st->dev_layers, st->dev_experts, st->experts,
+		      st->dev_output);
 		k += snprintf(buf + k, n - (size_t)k,
-			      "; %s: %u layers, %u experts%s, weights %s, state %s, work %s; link: "
-			      "%s in, %s out",
-			      c->dev->info.name, st->dev_layers, st->dev_experts,
-			      st->dev_output ? ", output" : "",
-			      human(st->dev_weight_bytes, b, sizeof(b)),
+			      "; %s holds %s, %s of weights, %s of state, %s of workspace; its link "
+			      "so far: %s in, %s out",
+			      c->dev->info.name, what, human(st->dev_weight_bytes, b, sizeof(b)),
 			      human(st->dev_state_bytes, d, sizeof(d)),
 			      human(st->dev_work_bytes, e, sizeof(e)),
 			      human(c->dev->link.in_bytes, f, sizeof(f)),
 			      human(c->dev->link.out_bytes, a, sizeof(a)));
+	}
 	return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
 }
