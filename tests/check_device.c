@@ -20,9 +20,13 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "config/config.h"
+#include "cpu/kernels.h"
 #include "cpu/pool.h"
+#include "model/ctx_int.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "plugin/registry.h"
 #include "slog.h"
 #include "strata.h"
 #include "testutil.h"
@@ -126,6 +130,118 @@ START_TEST(three_budgets)
 	}
 	strata_pool_free(pool);
 	strata_model_free(m);
+}
+END_TEST
+
+/* ---- the reference a device is held to ------------------------------------------------ */
+
+/*
+ * For every quantised type of ../shared's d256 models: the host table's
+ * reference dequantisation is the core's (bit for bit, and the core's is
+ * ggml's: check_kernels), and a MATMUL of that weight on gpu-sim - uploaded,
+ * queued, copied back - gives the CPU backend's bytes.
+ */
+START_TEST(matmul_against_cpu)
+{
+	static const char *const types[] = { "q8_0", "q4_0", "q4_k_m", "q6_k", "q2_k", "iq4_nl",
+					     "iq2_xs", "iq3_xxs", "iq3_s", "iq1_m", "f32" };
+	struct strata_config cfg;
+	struct strata_registry *reg;
+	struct strata_plugin *p;
+	struct strata_backend *dev, *cpu;
+	int compared = 0;
+
+	ck_assert_int_eq(strata_config_init(&cfg), 0);
+	free(cfg.gpu_plugin);
+	cfg.gpu_plugin = strdup("gpu-sim");
+	ck_assert_int_eq(strata_registry_create(&cfg, NULL, &reg), 0);
+	ck_assert_int_eq(strata_registry_load_file(reg, SIM_DIR "/strata-gpu-sim.so",
+						   STRATA_PLUGIN_GPU, &p), 0);
+	ck_assert_uint_ge(p->host.version, 3);
+	ck_assert_int_eq(strata_backend_device_create(p, &dev), 0);
+	ck_assert_int_eq(strata_backend_cpu_create(NULL, &cpu), 0);
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+		char rel[128];
+		const char *path;
+		struct strata_model *m;
+		const struct strata_mat *w;
+		const int64_t n_tok = 7;
+		struct strata_buf hb, db;
+		struct strata_tensor W, X, Y, dW, dX, dY;
+		struct strata_matmul_item it;
+		struct strata_op op = { .code = STRATA_OP_MATMUL, .p.mm = { &it, 1 } };
+		float *ref, *x, *y_cpu, *y_dev;
+		size_t wb;
+
+		snprintf(rel, sizeof(rel), "models/syn-qwen3moe-d256-%s.gguf", types[k]);
+		if (!(path = tu_shared(rel)))
+			continue;
+		ck_assert_int_eq(strata_model_load(path, &m), 0);
+		w = &m->layers[0].gate_exps.m; /* expert 0 */
+		wb = w->row_bytes * (size_t)w->rows;
+		/* the reference dequantisation, as a plugin sees it */
+		ref = malloc((size_t)w->rows * w->cols * sizeof(float));
+		x = malloc((size_t)w->cols * n_tok * sizeof(float));
+		y_cpu = malloc((size_t)w->rows * n_tok * sizeof(float));
+		y_dev = malloc((size_t)w->rows * n_tok * sizeof(float));
+		ck_assert_int_eq(p->host.dequantize(w->type, w->data, ref, w->rows * w->cols), 0);
+		{
+			float *mine = malloc((size_t)w->rows * w->cols * sizeof(float));
+
+			strata_dequant(w->type, w->data, mine, w->rows * w->cols);
+			ck_assert_int_eq(memcmp(mine, ref, (size_t)w->rows * w->cols * 4), 0);
+			free(mine);
+		}
+		ck_assert_int_eq(p->host.dequantize(w->type, w->data, ref, 3), w->type ==
+				 STRATA_TYPE_F32 ? 0 : -EINVAL);
+		for (int64_t i = 0; i < w->cols * n_tok; i++)
+			x[i] = (float)((i * 7919 % 1000) - 500) / 500.0f;
+		/* the CPU backend on host memory */
+		hb = (struct strata_buf){ .base = (void *)w->data, .size = wb, .flags = STRATA_BUF_HOST };
+		W = (struct strata_tensor){ .type = w->type, .n_dims = 2, .ne = { w->cols, w->rows, 1, 1 },
+					    .nb = { strata_type_block_bytes(w->type), w->row_bytes, wb, wb },
+					    .buf = &hb };
+		{
+			struct strata_buf xb = { .base = x, .size = 0, .flags = STRATA_BUF_HOST };
+			struct strata_buf yb = { .base = y_cpu, .size = 0, .flags = STRATA_BUF_HOST };
+
+			X = strata_t_f32(&xb, 0, w->cols, n_tok);
+			Y = strata_t_f32(&yb, 0, w->rows, n_tok);
+			it = (struct strata_matmul_item){ &W, &X, NULL, &Y };
+			ck_assert_int_eq(strata_backend_run(cpu, &op), 0);
+		}
+		/* the same on the device: W, x up; y back */
+		ck_assert_int_eq(strata_backend_buf_alloc(dev, wb + 4096 * (size_t)(w->cols + w->rows) * 8,
+							  STRATA_BUF_USE_WORK, &db), 0);
+		dW = W;
+		dW.buf = &db;
+		dX = strata_t_f32(&db, wb, w->cols, n_tok);
+		dY = strata_t_f32(&db, wb + (size_t)w->cols * n_tok * 4, w->rows, n_tok);
+		ck_assert_int_eq(strata_backend_copy_in(dev, &db, 0, w->data, wb, NULL), 0);
+		ck_assert_int_eq(strata_backend_copy_in(dev, &db, dX.offset, x,
+							(size_t)w->cols * n_tok * 4, NULL), 0);
+		it = (struct strata_matmul_item){ &dW, &dX, NULL, &dY };
+		ck_assert_int_eq(strata_backend_run(dev, &op), 0);
+		ck_assert_int_eq(strata_backend_copy_out(dev, &db, dY.offset, y_dev,
+							 (size_t)w->rows * n_tok * 4, NULL), 0);
+		ck_assert_int_eq(strata_backend_sync(dev), 0);
+		ck_assert_msg(memcmp(y_cpu, y_dev, (size_t)w->rows * n_tok * 4) == 0,
+			      "%s: gpu-sim's MATMUL differs from the CPU backend's", types[k]);
+		strata_backend_buf_free(dev, &db);
+		compared++;
+		free(ref);
+		free(x);
+		free(y_cpu);
+		free(y_dev);
+		strata_model_free(m);
+	}
+	ck_assert_int_ge(compared, 1);
+	printf("gpu-sim MATMUL = the CPU backend's, and the host's dequantisation = the core's, "
+	       "on %d weight types\n", compared);
+	strata_backend_free(cpu);
+	strata_backend_free(dev);
+	strata_registry_free(reg);
+	strata_config_free(&cfg);
 }
 END_TEST
 
@@ -372,6 +488,7 @@ int main(void)
 	}
 	setenv("STRATA_PLUGIN_PATH", STRATA_PLUGIN_DIR, 1); /* path-batched, io-faulty's inner */
 	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, matmul_against_cpu);
 	tcase_add_loop_test(tc, three_budgets, 0, 3);
 	tcase_add_loop_test(tc, missing_ops_and_types, 0, 2);
 	tcase_add_loop_test(tc, failures_midway, 0, 3);
