@@ -267,9 +267,11 @@ static int hybrid(struct strata_ctx *c, uint32_t l, uint32_t n)
 						   NULL));
 		}
 		RUN(expert_part(c, l, &pd, n, &out));
+		/* xn's copy lands before the host writes its buffer again, used or not */
+		if (some_cpu)
+			RUN(strata_backend_sync_event(dev, c->ev[0]));
 		if (na == nb)
 			return 0;
-		RUN(strata_backend_sync_event(dev, c->ev[0]));
 		RUN(expert_part(c, l, &pc, n, &cout));
 		RUN(strata_backend_copy_in(dev, &wd->buf, wd->xin.offset,
 					   strata_tensor_data(&wc->out), n * row, c->ev[2]));

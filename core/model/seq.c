@@ -215,6 +215,9 @@ static int copy_states(struct strata_seq *s, float *host, int save)
 
 		if (!s->m->layers[l].recurrent)
 			continue;
+		/* a copy in is not ordered against queued compute (the states' FILL) */
+		if (!save && !S->be->is_cpu && (rc = strata_backend_sync(S->be)))
+			return rc;
 		rc = save ? strata_backend_copy_out(S->be, &S->buf, 0, host + at, S->buf.size, NULL)
 			  : strata_backend_copy_in(S->be, &S->buf, 0, host + at, S->buf.size, NULL);
 		if (rc)
