@@ -117,6 +117,21 @@ uint32_t strata_engine_n_ctx(const struct strata_engine *e);
 /* The GGUF key tokenizer.chat_template (a Jinja text), or NULL.  Owned by e. */
 const char *strata_engine_chat_template(const struct strata_engine *e);
 
+/* Tokens in the vocabulary (ids are 0 .. n - 1). */
+int32_t strata_engine_n_vocab(const struct strata_engine *e);
+/* The vocabulary's BOS and EOS ids; -1 when it has none. */
+int32_t strata_engine_token_bos(const struct strata_engine *e);
+int32_t strata_engine_token_eos(const struct strata_engine *e);
+/* The text of token id as the vocabulary stores it ("<|im_start|>"); NULL out of range. */
+const char *strata_engine_token_text(const struct strata_engine *e, int32_t id);
+/*
+ * The text of n ids (control tokens written as their text when special is
+ * non-zero, else left out) into buf, at most cap bytes and no NUL; returns
+ * the full length like snprintf, or -EINVAL for an id out of range.
+ */
+int strata_engine_detokenize(const struct strata_engine *e, const int32_t *ids, size_t n,
+			     int special, char *buf, size_t cap);
+
 /*
  * strata_generate() with per-call parameters: a sampler is made from p for
  * this call (the engine's own sampler and its random state are untouched)

@@ -602,3 +602,32 @@ const char *strata_engine_chat_template(const struct strata_engine *e)
 {
 	return e->chat_template;
 }
+
+/* ---- the vocabulary, for servers ----------------------------------------------------- */
+
+int32_t strata_engine_n_vocab(const struct strata_engine *e)
+{
+	return strata_tokenizer_n_vocab(e->tok);
+}
+
+int32_t strata_engine_token_bos(const struct strata_engine *e)
+{
+	return strata_tokenizer_bos(e->tok);
+}
+
+int32_t strata_engine_token_eos(const struct strata_engine *e)
+{
+	return strata_tokenizer_eos(e->tok);
+}
+
+const char *strata_engine_token_text(const struct strata_engine *e, int32_t id)
+{
+	return strata_token_text(e->tok, id);
+}
+
+int strata_engine_detokenize(const struct strata_engine *e, const int32_t *ids, size_t n,
+			     int special, char *buf, size_t cap)
+{
+	return strata_detokenize(e->tok, ids, n, special ? STRATA_DETOK_UNPARSE_SPECIAL : 0, buf,
+				 cap);
+}

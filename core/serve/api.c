@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* strndup */
 /*
  * api.c - parsing OpenAI requests with cJSON, and writing the responses.
  *
@@ -16,14 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "serve/api_int.h"
 #include "serve/buf.h"
 
 #define MAX_STOP 16
 
-static int fail(struct strata_api_err *err, const char *param, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#define fail api_fail
 
-static int fail(struct strata_api_err *err, const char *param, const char *fmt, ...)
+int api_fail(struct strata_api_err *err, const char *param, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -35,8 +36,10 @@ static int fail(struct strata_api_err *err, const char *param, const char *fmt, 
 	return -EINVAL;
 }
 
+#define field api_field
+
 /* A field that is absent or JSON null counts as not given. */
-static const cJSON *field(const cJSON *obj, const char *name)
+const cJSON *api_field(const cJSON *obj, const char *name)
 {
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(obj, name);
 
@@ -158,97 +161,20 @@ static int get_common(const cJSON *root, struct strata_api_req *r, struct strata
 	return get_stop(root, r, err);
 }
 
-/* A message's content: a string, or an array of {"type":"text","text":...} parts. */
-static int get_content(const cJSON *msg, int i, struct strata_buf *text, struct strata_api_err *err)
-{
-	const cJSON *c = field(msg, "content"), *part;
-	char param[64];
-	int j = 0;
-
-	snprintf(param, sizeof(param), "messages[%d].content", i);
-	if (!c)
-		return fail(err, param, "'%s' is required", param);
-	if (cJSON_IsString(c)) {
-		strata_buf_puts(text, c->valuestring);
-		return 0;
-	}
-	if (!cJSON_IsArray(c))
-		return fail(err, param, "'%s' must be a string or an array of text parts", param);
-	cJSON_ArrayForEach(part, c) {
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
-
-		snprintf(param, sizeof(param), "messages[%d].content[%d]", i, j++);
-		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 ||
-		    !cJSON_IsString(t))
-			return fail(err, param, "'%s' must be {\"type\": \"text\", \"text\": string}",
-				    param);
-		strata_buf_puts(text, t->valuestring);
-	}
-	return 0;
-}
-
-static int render_messages(const cJSON *root, enum strata_chat_fmt fmt,
+/* The chat: messages checked and rendered by the template. */
+static int render_messages(const cJSON *root, const struct strata_chat *tmpl,
 			   struct strata_api_req *r, struct strata_api_err *err)
 {
-	const cJSON *msgs = field(root, "messages"), *m;
-	struct strata_chat_msg *cm = NULL;
-	struct strata_buf *texts = NULL;
-	int n, i = 0, rc = 0;
+	struct strata_chat_in in = { .add_generation_prompt = 1 };
+	cJSON *msgs;
+	int rc = api_tools(root, r, err);
 
-	if (!msgs)
-		return fail(err, "messages", "'messages' is required");
-	if (!cJSON_IsArray(msgs) || (n = cJSON_GetArraySize(msgs)) == 0)
-		return fail(err, "messages", "'messages' must be a non-empty array");
-	cm = calloc((size_t)n, sizeof(*cm));
-	texts = calloc((size_t)n, sizeof(*texts));
-	if (!cm || !texts) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	cJSON_ArrayForEach(m, msgs) {
-		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-		char param[64];
-
-		snprintf(param, sizeof(param), "messages[%d].role", i);
-		if (!cJSON_IsObject(m)) {
-			snprintf(param, sizeof(param), "messages[%d]", i);
-			rc = fail(err, param, "'%s' must be an object", param);
-			goto out;
-		}
-		if (!cJSON_IsString(role)) {
-			rc = fail(err, param, "'%s' must be a string", param);
-			goto out;
-		}
-		cm[i].role = strcmp(role->valuestring, "developer") == 0 ? "system"
-								       : role->valuestring;
-		if ((rc = get_content(m, i, &texts[i], err)))
-			goto out;
-		if (texts[i].oom) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		cm[i].content = texts[i].p ? texts[i].p : "";
-		cm[i].len = texts[i].len;
-		i++;
-	}
-	rc = strata_chat_render(fmt, cm, (size_t)n, &r->prompt, &r->prompt_len);
-	if (rc == -EINVAL) {
-		char param[64];
-
-		for (i = 0; i < n; i++)
-			if (strcmp(cm[i].role, "system") && strcmp(cm[i].role, "user") &&
-			    strcmp(cm[i].role, "assistant"))
-				break;
-		snprintf(param, sizeof(param), "messages[%d].role", i);
-		rc = fail(err, param, "'%s' must be system, user or assistant (got '%s')", param,
-			  i < n ? cm[i].role : "?");
-	}
-out:
-	for (i = 0; texts && i < n; i++)
-		strata_buf_free(&texts[i]);
-	free(texts);
-	free(cm);
+	if (rc || (rc = api_messages(tmpl, root, &msgs, err)))
+		return rc;
+	in.messages = msgs;
+	in.tools = r->tools;
+	rc = api_render(tmpl, &in, &r->prompt, &r->prompt_len, err);
+	cJSON_Delete(msgs);
 	return rc;
 }
 
@@ -270,7 +196,7 @@ static int get_prompt(const cJSON *root, struct strata_api_req *r, struct strata
 	return 0;
 }
 
-int strata_api_parse(const char *body, size_t len, int chat, enum strata_chat_fmt fmt,
+int strata_api_parse(const char *body, size_t len, int chat, const struct strata_chat *tmpl,
 		     const struct strata_gen_params *defaults, struct strata_api_req *r,
 		     struct strata_api_err *err)
 {
@@ -296,7 +222,7 @@ int strata_api_parse(const char *body, size_t len, int chat, enum strata_chat_fm
 	if (!cJSON_IsObject(root))
 		rc = fail(err, NULL, "the request body must be a JSON object");
 	else if ((rc = get_common(root, r, err)) == 0)
-		rc = chat ? render_messages(root, fmt, r, err) : get_prompt(root, r, err);
+		rc = chat ? render_messages(root, tmpl, r, err) : get_prompt(root, r, err);
 	cJSON_Delete(root);
 	if (rc)
 		strata_api_req_free(r);
@@ -309,6 +235,8 @@ void strata_api_req_free(struct strata_api_req *r)
 		free(r->stop[i]);
 	free(r->stop);
 	free(r->prompt);
+	cJSON_Delete(r->tools);
+	free(r->tool_name);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -372,7 +300,60 @@ static int add_usage(cJSON *root, uint32_t n_prompt, uint32_t n_gen)
 	       cJSON_AddNumberToObject(u, "total_tokens", (double)n_prompt + n_gen);
 }
 
-char *strata_api_completion_json(const struct strata_api_head *h, const char *text,
+/* A string member of n bytes (a NUL-terminated copy: cJSON stops at the first NUL). */
+static int add_strn(cJSON *o, const char *key, const char *s, size_t n)
+{
+	char *t = strndup(s ? s : "", n);
+	int ok = t && cJSON_AddStringToObject(o, key, t);
+
+	free(t);
+	return ok;
+}
+
+/* [{"index"?, "id", "type", "function": {"name", "arguments"}}] of m's calls. */
+static int add_calls(cJSON *o, const struct strata_api_msg *m, int with_index)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "tool_calls");
+	int ok = arr != NULL;
+
+	for (size_t i = 0; ok && i < m->n_calls; i++) {
+		const struct strata_mp_call *c = &m->calls[i];
+		cJSON *tc = cJSON_CreateObject(), *fn;
+
+		ok = tc && cJSON_AddItemToArray(arr, tc) &&
+		     (!with_index || cJSON_AddNumberToObject(tc, "index", (double)(m->first_call + i))) &&
+		     cJSON_AddStringToObject(tc, "id", c->id) &&
+		     cJSON_AddStringToObject(tc, "type", "function") &&
+		     (fn = cJSON_AddObjectToObject(tc, "function")) &&
+		     cJSON_AddStringToObject(fn, "name", c->name) &&
+		     cJSON_AddStringToObject(fn, "arguments", c->args);
+		if (!ok && tc && !tc->next && arr->child != tc)
+			cJSON_Delete(tc);
+	}
+	return ok;
+}
+
+/* A chat message (delta: only what it carries) from m. */
+static int add_message(cJSON *msg, const struct strata_api_msg *m, int delta)
+{
+	int ok = 1;
+
+	if (delta) {
+		if (m->content && m->content_len)
+			ok = add_strn(msg, "content", m->content, m->content_len);
+	} else if (m->content && (m->content_len || !m->n_calls)) {
+		ok = add_strn(msg, "content", m->content, m->content_len);
+	} else {
+		ok = cJSON_AddNullToObject(msg, "content") != NULL;
+	}
+	if (ok && m->reasoning && m->reasoning_len)
+		ok = add_strn(msg, "reasoning_content", m->reasoning, m->reasoning_len);
+	if (ok && m->n_calls)
+		ok = add_calls(msg, m, delta);
+	return ok;
+}
+
+char *strata_api_completion_json(const struct strata_api_head *h, const struct strata_api_msg *m,
 				 const char *finish, uint32_t n_prompt, uint32_t n_gen)
 {
 	cJSON *root = cJSON_CreateObject(), *choices, *c = NULL, *msg;
@@ -383,21 +364,22 @@ char *strata_api_completion_json(const struct strata_api_head *h, const char *te
 
 	if (ok && h->chat)
 		ok = (msg = cJSON_AddObjectToObject(c, "message")) &&
-		     cJSON_AddStringToObject(msg, "role", "assistant") &&
-		     cJSON_AddStringToObject(msg, "content", text);
+		     cJSON_AddStringToObject(msg, "role", "assistant") && add_message(msg, m, 0);
 	else if (ok)
-		ok = cJSON_AddStringToObject(c, "text", text) && cJSON_AddNullToObject(c, "logprobs");
+		ok = add_strn(c, "text", m->content, m->content_len) &&
+		     cJSON_AddNullToObject(c, "logprobs");
 	ok = ok && cJSON_AddStringToObject(c, "finish_reason", finish) &&
 	     add_usage(root, n_prompt, n_gen);
+	if (ok && m->warning && m->warning[0])
+		ok = cJSON_AddStringToObject(root, "warning", m->warning) != NULL;
 	return finish_json(root, ok);
 }
 
-char *strata_api_chunk_json(const struct strata_api_head *h, const char *text, size_t len,
+char *strata_api_chunk_json(const struct strata_api_head *h, const struct strata_api_msg *d,
 			    int role, const char *finish, uint32_t n_prompt, uint32_t n_gen)
 {
 	cJSON *root = cJSON_CreateObject(), *choices, *c = NULL, *delta;
-	char *t = strndup(text ? text : "", len);
-	int ok = t && root && add_head(root, h, h->chat ? "chat.completion.chunk" : "text_completion") &&
+	int ok = root && add_head(root, h, h->chat ? "chat.completion.chunk" : "text_completion") &&
 		 (choices = cJSON_AddArrayToObject(root, "choices")) &&
 		 (c = cJSON_CreateObject()) && cJSON_AddItemToArray(choices, c) &&
 		 cJSON_AddNumberToObject(c, "index", 0);
@@ -405,19 +387,21 @@ char *strata_api_chunk_json(const struct strata_api_head *h, const char *text, s
 	if (ok && h->chat) {
 		ok = (delta = cJSON_AddObjectToObject(c, "delta")) != NULL;
 		if (ok && role)
-			ok = cJSON_AddStringToObject(delta, "role", "assistant") != NULL;
-		/* The closing chunk's delta is empty, as OpenAI's is. */
-		if (ok && (!finish || len))
-			ok = cJSON_AddStringToObject(delta, "content", t) != NULL;
+			ok = cJSON_AddStringToObject(delta, "role", "assistant") &&
+			     cJSON_AddStringToObject(delta, "content", "");
+		if (ok)
+			ok = add_message(delta, d, 1);
 	} else if (ok) {
-		ok = cJSON_AddStringToObject(c, "text", t) && cJSON_AddNullToObject(c, "logprobs");
+		ok = add_strn(c, "text", d->content, d->content_len) &&
+		     cJSON_AddNullToObject(c, "logprobs");
 	}
 	if (ok)
 		ok = finish ? cJSON_AddStringToObject(c, "finish_reason", finish) != NULL
 			    : cJSON_AddNullToObject(c, "finish_reason") != NULL;
 	if (ok && finish)
 		ok = add_usage(root, n_prompt, n_gen);
-	free(t);
+	if (ok && d->warning && d->warning[0])
+		ok = cJSON_AddStringToObject(root, "warning", d->warning) != NULL;
 	return finish_json(root, ok);
 }
 

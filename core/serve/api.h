@@ -13,7 +13,10 @@
 #include <stdint.h>
 
 #include "serve/chat.h"
+#include "serve/msgparse.h"
 #include "strata.h"
+
+struct cJSON;
 
 /* A request that could not be accepted: what the client is told. */
 struct strata_api_err {
@@ -21,6 +24,9 @@ struct strata_api_err {
 	char message[320];
 	char param[64];     /* the offending field ("messages[1].role"), or "" */
 };
+
+/* tool_choice */
+enum { STRATA_TOOL_AUTO, STRATA_TOOL_NONE, STRATA_TOOL_REQUIRED, STRATA_TOOL_NAMED };
 
 struct strata_api_req {
 	int chat;                     /* 1: /v1/chat/completions, 0: /v1/completions */
@@ -31,16 +37,21 @@ struct strata_api_req {
 	size_t n_stop;
 	char *prompt;                 /* the completion prompt, or the rendered chat */
 	size_t prompt_len;
+	struct cJSON *tools;          /* the chat's tools (NULL: none, or tool_choice none) */
+	int tool_choice;              /* STRATA_TOOL_* */
+	char *tool_name;              /* STRATA_TOOL_NAMED: the function */
+	int parallel_tools;           /* parallel_tool_calls (default true) */
 };
 
 /*
  * Parse and validate a request body for a chat (chat != 0) or completion
- * request; a chat is rendered with format fmt (not AUTO).  defaults are the
+ * request; a chat is rendered with the chat template tmpl.  defaults are the
  * sampling parameters of fields the request leaves out.  Returns 0 and fills
  * *r (free with strata_api_req_free), or -EINVAL with *err filled (status
- * 400), or -ENOMEM.  Nothing is logged: the error goes to the client.
+ * 400; 500 when the template failed), or -ENOMEM.  Nothing is logged: the
+ * error goes to the client.
  */
-int strata_api_parse(const char *body, size_t len, int chat, enum strata_chat_fmt fmt,
+int strata_api_parse(const char *body, size_t len, int chat, const struct strata_chat *tmpl,
 		     const struct strata_gen_params *defaults, struct strata_api_req *r,
 		     struct strata_api_err *err);
 void strata_api_req_free(struct strata_api_req *r);
@@ -56,17 +67,31 @@ struct strata_api_head {
 	const char *model;
 };
 
-/* chat.completion / text_completion with the whole text and its usage. */
-char *strata_api_completion_json(const struct strata_api_head *h, const char *text,
+/*
+ * A message, whole or a streamed delta: content (len bytes; NULL is null),
+ * reasoning (NULL or empty: none), complete tool calls (in a delta: calls
+ * first_call, first_call + 1, ...), a warning (NULL or "": none).
+ */
+struct strata_api_msg {
+	const char *content;
+	size_t content_len;
+	const char *reasoning;
+	size_t reasoning_len;
+	const struct strata_mp_call *calls;
+	size_t n_calls, first_call;
+	const char *warning;
+};
+
+/* chat.completion / text_completion with the whole message and its usage. */
+char *strata_api_completion_json(const struct strata_api_head *h, const struct strata_api_msg *m,
 				 const char *finish, uint32_t n_prompt, uint32_t n_gen);
 
 /*
- * One streamed chunk (chat.completion.chunk / text_completion).  text is
- * the delta (len bytes, may be empty); role adds "role":"assistant" to a
- * chat delta; finish (NULL: none yet) ends the choice and then usage
- * (n_prompt, n_gen) is added too.
+ * One streamed chunk (chat.completion.chunk / text_completion) with the
+ * delta d; role adds "role":"assistant" to a chat delta; finish (NULL: none
+ * yet) ends the choice and then usage (n_prompt, n_gen) is added too.
  */
-char *strata_api_chunk_json(const struct strata_api_head *h, const char *text, size_t len,
+char *strata_api_chunk_json(const struct strata_api_head *h, const struct strata_api_msg *d,
 			    int role, const char *finish, uint32_t n_prompt, uint32_t n_gen);
 
 /* The /v1/models list with the one model. */

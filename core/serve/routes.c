@@ -6,10 +6,13 @@
 #include "serve/routes.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cjson/cJSON.h>
 
 #include "serve/serve_int.h"
 #include "util/log.h"
@@ -88,18 +91,25 @@ static enum MHD_Result reply_whole(struct strata_server *s, struct MHD_Connectio
 	char msg[640], *json = NULL;
 	unsigned status = 200;
 
-	if (!strata_job_wait(s, j, SIZE_MAX, conn_fd(conn))) {
+	if (!strata_job_wait(s, j, UINT_MAX, conn_fd(conn))) {
 		strata_job_unref(j);
 		if (atomic_load(&s->stopping))
 			return strata_reply_error(s, conn, 503, "the server is shutting down", NULL);
 		return MHD_NO; /* the client left: nobody to answer */
 	}
 	pthread_mutex_lock(&j->lock);
-	if (j->error)
+	if (j->error) {
 		job_failure(j, &status, msg, sizeof(msg));
-	else
-		json = strata_api_completion_json(&j->head, j->text.p ? j->text.p : "", j->finish,
-						  j->n_tokens, j->n_gen);
+	} else {
+		struct strata_api_msg m = {
+			.content = j->mp.content.p ? j->mp.content.p : "",
+			.content_len = j->mp.content.len, .reasoning = j->mp.reasoning.p,
+			.reasoning_len = j->mp.reasoning.len, .calls = j->mp.calls,
+			.n_calls = j->mp.n_calls, .warning = j->mp.warning,
+		};
+
+		json = strata_api_completion_json(&j->head, &m, j->finish, j->n_tokens, j->n_gen);
+	}
 	pthread_mutex_unlock(&j->lock);
 	strata_job_unref(j);
 	if (status != 200)
@@ -113,7 +123,8 @@ struct stream {
 	struct strata_server *s;
 	struct strata_job *j;
 	int fd;
-	size_t seen;           /* bytes of the job's text already sent */
+	unsigned seen;         /* the job's version last looked at */
+	size_t content, reasoning, calls; /* bytes and calls of the message already sent */
 	struct strata_buf out; /* events not yet handed to libmicrohttpd */
 	int role_sent;
 	int ended;             /* the last event is in out */
@@ -127,35 +138,59 @@ static void add_event(struct strata_buf *out, char *json)
 	free(json);
 }
 
+/* Chunks for what the message gained since the last look (caller holds the job's lock). */
+static void add_deltas(struct stream *st)
+{
+	const struct strata_msgparse *mp = &st->j->mp;
+	const struct strata_api_head *h = &st->j->head;
+	struct strata_api_msg d = { 0 };
+
+	if (mp->reasoning.len > st->reasoning) {
+		d.reasoning = mp->reasoning.p + st->reasoning;
+		d.reasoning_len = mp->reasoning.len - st->reasoning;
+		add_event(&st->out, strata_api_chunk_json(h, &d, 0, NULL, 0, 0));
+		st->reasoning = mp->reasoning.len;
+		memset(&d, 0, sizeof(d));
+	}
+	if (mp->content.len > st->content) {
+		d.content = mp->content.p + st->content;
+		d.content_len = mp->content.len - st->content;
+		add_event(&st->out, strata_api_chunk_json(h, &d, 0, NULL, 0, 0));
+		st->content = mp->content.len;
+		memset(&d, 0, sizeof(d));
+	}
+	/* A call goes out whole (name and arguments) once its block is complete. */
+	for (; st->calls < mp->n_calls; st->calls++) {
+		d.calls = &mp->calls[st->calls];
+		d.n_calls = 1;
+		d.first_call = st->calls;
+		add_event(&st->out, strata_api_chunk_json(h, &d, 0, NULL, 0, 0));
+	}
+}
+
 /* Turn what the job has now into events; 0, or -1 when the client is gone. */
 static int stream_fill(struct stream *st)
 {
 	struct strata_job *j = st->j;
-	char *delta = NULL, msg[640];
-	size_t n = 0;
+	char msg[640];
 	int done, error;
 	unsigned status;
 
 	if (j->head.chat && !st->role_sent) {
+		struct strata_api_msg none = { 0 };
+
 		st->role_sent = 1;
-		add_event(&st->out, strata_api_chunk_json(&j->head, "", 0, 1, NULL, 0, 0));
+		add_event(&st->out, strata_api_chunk_json(&j->head, &none, 1, NULL, 0, 0));
 		return 0;
 	}
 	if (!strata_job_wait(st->s, j, st->seen, st->fd))
 		return -1;
 	pthread_mutex_lock(&j->lock);
-	if (j->text.len > st->seen) {
-		n = j->text.len - st->seen;
-		delta = strndup(j->text.p + st->seen, n);
-		st->seen = j->text.len;
-	}
+	st->seen = j->version;
+	add_deltas(st);
 	done = j->done;
 	error = j->error;
 	pthread_mutex_unlock(&j->lock);
-	if (n)
-		add_event(&st->out, delta ? strata_api_chunk_json(&j->head, delta, n, 0, NULL, 0, 0)
-				      : NULL);
-	free(delta);
 	if (!done)
 		return 0;
 	if (error) {
@@ -163,8 +198,10 @@ static int stream_fill(struct stream *st)
 		add_event(&st->out, strata_api_error_json(status, msg, NULL));
 	} else {
 		/* Read after done: the engine thread writes these before it sets done. */
-		add_event(&st->out, strata_api_chunk_json(&j->head, "", 0, 0, j->finish,
-							  j->n_tokens, j->n_gen));
+		struct strata_api_msg end = { .warning = j->mp.warning };
+
+		add_event(&st->out, strata_api_chunk_json(&j->head, &end, 0, j->finish, j->n_tokens,
+							  j->n_gen));
 	}
 	strata_buf_puts(&st->out, "data: [DONE]\n\n");
 	st->ended = 1;
@@ -284,7 +321,7 @@ static enum MHD_Result generate(struct strata_server *s, struct MHD_Connection *
 	int n, rc;
 
 	strata_engine_gen_defaults(s->e, &defaults);
-	rc = strata_api_parse(body, len, chat, s->fmt, &defaults, &req, &err);
+	rc = strata_api_parse(body, len, chat, s->chat, &defaults, &req, &err);
 	if (rc)
 		return strata_reply_error(s, conn, rc == -EINVAL ? err.status : 500,
 					  rc == -EINVAL ? err.message : "out of memory", err.param);
@@ -299,6 +336,13 @@ static enum MHD_Result generate(struct strata_server *s, struct MHD_Connection *
 		return strata_reply_error(s, conn, 500, "out of memory", NULL);
 	j->n_predict = n_predict;
 	j->t_arrival = t_arrival;
+	if (chat && j->req.tools) {
+		j->mp.fmt = s->toolfmt;
+		j->mp.tools = j->req.tools;
+		j->mp.max_calls = j->req.parallel_tools ? 0 : 1;
+		j->markers = s->markers;
+		j->n_markers = s->n_markers;
+	}
 	snprintf(j->id, sizeof(j->id), "%s-%llx%06x", chat ? "chatcmpl" : "cmpl", s->started,
 		 atomic_fetch_add(&s->next_id, 1));
 	j->head = (struct strata_api_head){ .chat = chat, .id = j->id,
@@ -329,6 +373,34 @@ enum MHD_Result strata_route_completion(struct strata_server *s, struct MHD_Conn
 }
 
 /* ---- the rest ------------------------------------------------------------------------ */
+
+/* The prompt a chat request renders to, without generating: {"prompt": text}. */
+enum MHD_Result strata_route_apply_template(struct strata_server *s, struct MHD_Connection *conn,
+					    const char *body, size_t len, double t_arrival)
+{
+	struct strata_gen_params defaults;
+	struct strata_api_req req;
+	struct strata_api_err err;
+	cJSON *root;
+	char *json = NULL;
+	int rc;
+
+	strata_engine_gen_defaults(s->e, &defaults);
+	rc = strata_api_parse(body, len, 1, s->chat, &defaults, &req, &err);
+	if (rc)
+		return strata_reply_error(s, conn, rc == -EINVAL ? err.status : 500,
+					  rc == -EINVAL ? err.message : "out of memory", err.param);
+	root = cJSON_CreateObject();
+	if (root && cJSON_AddStringToObject(root, "prompt", req.prompt)) {
+		char *p = cJSON_PrintUnformatted(root);
+
+		json = p ? strdup(p) : NULL;
+		cJSON_free(p);
+	}
+	cJSON_Delete(root);
+	strata_api_req_free(&req);
+	return reply(s, conn, 200, JSON_TYPE, json, NULL);
+}
 
 enum MHD_Result strata_route_models(struct strata_server *s, struct MHD_Connection *conn,
 				    const char *body, size_t len, double t_arrival)

@@ -14,10 +14,19 @@
 #include "serve/buf.h"
 #include "serve/chat.h"
 #include "serve/metrics.h"
+#include "serve/msgparse.h"
 #include "serve/serve.h"
 #include "serve/textout.h"
 
 struct MHD_Daemon;
+
+/* A control token whose text the message parser must see ("<|python_tag|>"). */
+struct strata_marker {
+	int32_t id;
+	const char *text;
+};
+
+#define STRATA_MAX_MARKERS 8
 
 /* One request's generation, shared by its connection thread and the engine thread. */
 struct strata_job {
@@ -35,10 +44,15 @@ struct strata_job {
 
 	atomic_int cancel;             /* the client went away: stop at the next check */
 
+	const struct strata_marker *markers; /* the server's, read-only */
+	int n_markers;
+
 	pthread_mutex_t lock;          /* guards everything below */
-	pthread_cond_t cond;           /* text grew, or done */
+	pthread_cond_t cond;           /* the message grew, or done */
 	int refs;
-	struct strata_buf text;        /* text released to the client so far */
+	struct strata_msgparse mp;     /* the message released to the client so far */
+	unsigned version;              /* bumped whenever mp grows */
+	struct strata_buf text;        /* engine thread only: scratch for released text */
 	uint32_t n_gen;                /* tokens generated */
 	int done;
 	int error;                     /* negative errno when the engine failed */
@@ -56,7 +70,10 @@ struct strata_server {
 	char *api_key;                 /* NULL: no auth */
 	size_t max_body;
 	uint32_t queue_max;
-	enum strata_chat_fmt fmt;
+	struct strata_chat *chat;      /* the chat template */
+	enum strata_toolfmt toolfmt;   /* how its model writes tool calls */
+	struct strata_marker markers[STRATA_MAX_MARKERS];
+	int n_markers;
 	long long started;             /* Unix seconds */
 	atomic_uint next_id;
 
@@ -98,11 +115,12 @@ int strata_job_submit(struct strata_server *s, struct strata_job *j);
 void strata_job_cancel(struct strata_server *s, struct strata_job *j);
 
 /*
- * Wait until j's text is longer than `seen` bytes or j is done.  Polls the
- * client's socket fd meanwhile: returns 1 when there is something to send,
- * 0 when the client disconnected (j is then cancelled) or the server stops.
+ * Wait until j's version differs from `seen` or j is done (seen UINT_MAX:
+ * until done).  Polls the client's
+ * socket fd meanwhile: returns 1 when there is something to send, 0 when
+ * the client disconnected (j is then cancelled) or the server stops.
  */
-int strata_job_wait(struct strata_server *s, struct strata_job *j, size_t seen, int fd);
+int strata_job_wait(struct strata_server *s, struct strata_job *j, unsigned seen, int fd);
 
 /* Start and stop the engine thread. */
 int strata_worker_start(struct strata_server *s);

@@ -32,6 +32,7 @@ struct conn_ctx {
 static const struct strata_route g_routes[] = {
 	{ "/v1/chat/completions", "POST", strata_route_chat },
 	{ "/v1/completions", "POST", strata_route_completion },
+	{ "/apply-template", "POST", strata_route_apply_template },
 	{ "/v1/models", "GET", strata_route_models },
 	{ "/health", "GET", strata_route_health },
 	{ "/metrics", "GET", strata_route_metrics },
@@ -226,6 +227,48 @@ static const char *api_key(const struct strata_config *c)
 	return c->serve_api_key && *c->serve_api_key ? c->serve_api_key : NULL;
 }
 
+/* The chat template of [serve] chat_template(_file) or the model, with its BOS/EOS text. */
+static int open_chat(struct strata_engine *e, struct strata_chat **out)
+{
+	const struct strata_config *c = &e->cfg;
+	int32_t bos = strata_engine_token_bos(e), eos = strata_engine_token_eos(e), *ids = NULL;
+	struct strata_chat_opts o = {
+		.setting = c->serve_chat_template, .file = c->serve_chat_template_file,
+		.model = strata_engine_chat_template(e),
+		.bos = bos >= 0 && strata_engine_token_text(e, bos) ? strata_engine_token_text(e, bos)
+								    : "",
+		.eos = eos >= 0 && strata_engine_token_text(e, eos) ? strata_engine_token_text(e, eos)
+								    : "",
+	};
+	/* Does the tokenizer add BOS by itself?  Then a template's own is dropped. */
+	int n = strata_engine_tokenize(e, "", 0, STRATA_TOKENIZE_ADD_BOS, &ids);
+
+	o.tokenizer_adds_bos = n > 0 && ids[0] == bos;
+	free(ids);
+	return strata_chat_create(&o, out);
+}
+
+/*
+ * The control tokens among the template's markers ("<|python_tag|>",
+ * "[TOOL_CALLS]"): their pieces are empty when printed, so the parser is
+ * handed their text instead.
+ */
+static void find_markers(struct strata_server *s)
+{
+	const char *const *m = strata_toolfmt_markers(s->toolfmt);
+
+	for (; *m && s->n_markers < STRATA_MAX_MARKERS; m++) {
+		int32_t *ids = NULL;
+		int n = strata_engine_tokenize(s->e, *m, strlen(*m), STRATA_TOKENIZE_PARSE_SPECIAL,
+					       &ids);
+		char piece[8];
+
+		if (n == 1 && strata_engine_detokenize(s->e, ids, 1, 0, piece, sizeof(piece)) == 0)
+			s->markers[s->n_markers++] = (struct strata_marker){ ids[0], *m };
+		free(ids);
+	}
+}
+
 static int server_init(struct strata_engine *e, struct strata_server *s)
 {
 	const struct strata_config *c = &e->cfg;
@@ -236,9 +279,10 @@ static int server_init(struct strata_engine *e, struct strata_server *s)
 	s->max_body = c->serve_max_body;
 	s->queue_max = c->serve_queue;
 	s->started = (long long)time(NULL);
-	s->fmt = (enum strata_chat_fmt)c->serve_chat_template;
-	if (s->fmt == STRATA_CHAT_AUTO)
-		s->fmt = strata_chat_detect(strata_engine_chat_template(e));
+	if ((rc = open_chat(e, &s->chat)))
+		return rc;
+	s->toolfmt = strata_toolfmt_of(strata_chat_source(s->chat));
+	find_markers(s);
 	atomic_init(&s->next_id, 1);
 	atomic_init(&s->stopping, 0);
 	if (key && !(s->api_key = strdup(key)))
@@ -258,11 +302,14 @@ int strata_serve_start(struct strata_engine *e, struct strata_server **out)
 
 	*out = NULL;
 	if (!s || (rc = server_init(e, s))) {
-		strata_error("serve: out of memory");
-		if (s)
+		if (!s || rc == -ENOMEM)
+			strata_error("serve: out of memory");
+		if (s) {
 			free(s->api_key);
+			strata_chat_free(s->chat);
+		}
 		free(s);
-		return -ENOMEM;
+		return s ? rc : -ENOMEM;
 	}
 	fd = listen_on(c->serve_host ? c->serve_host : "127.0.0.1", c->serve_port, &s->port);
 	if (fd < 0) {
@@ -310,6 +357,7 @@ void strata_serve_stop(struct strata_server *s)
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	strata_metrics_destroy(&s->metrics);
+	strata_chat_free(s->chat);
 	free(s->api_key);
 	free(s);
 }
@@ -335,9 +383,9 @@ int strata_serve_run(struct strata_engine *e)
 	sigaction(SIGTERM, &sa, NULL);
 	if ((rc = strata_serve_start(e, &s)))
 		return rc;
-	strata_info("serving %s on http://%s:%u (chat template %s, queue %u%s)",
+	strata_info("serving %s on http://%s:%u (chat template: %s, queue %u%s)",
 		    strata_engine_model_name(e), e->cfg.serve_host ? e->cfg.serve_host : "127.0.0.1",
-		    s->port, strata_chat_fmt_name(s->fmt), s->queue_max,
+		    s->port, strata_chat_origin(s->chat), s->queue_max,
 		    s->api_key ? ", API key required" : "");
 	while (sem_wait(&g_stop) != 0 && errno == EINTR)
 		;

@@ -1,0 +1,27 @@
+/*
+ * api_int.h - what the request parsers share (api.c, api_chat.c).  Not
+ * public.
+ */
+#ifndef STRATA_SERVE_API_INT_H
+#define STRATA_SERVE_API_INT_H
+
+#include "serve/api.h"
+
+struct cJSON;
+
+/* Fill err (status 400) and return -EINVAL. */
+int api_fail(struct strata_api_err *err, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A member of obj; NULL when absent or JSON null. */
+const struct cJSON *api_field(const struct cJSON *obj, const char *name);
+
+/* The request's messages, checked, as templates read them (a new array in *out). */
+int api_messages(const struct strata_chat *tmpl, const struct cJSON *root, struct cJSON **out,
+		 struct strata_api_err *err);
+/* tools, tool_choice and parallel_tool_calls into r. */
+int api_tools(const struct cJSON *root, struct strata_api_req *r, struct strata_api_err *err);
+/* Render with the template; a refusal is a 400, a failure a 500 naming the line. */
+int api_render(const struct strata_chat *tmpl, const struct strata_chat_in *in, char **prompt,
+	       size_t *len, struct strata_api_err *err);
+
+#endif
