@@ -313,6 +313,78 @@ START_TEST(bad_tools)
 }
 END_TEST
 
+/* enable_thinking, reasoning_effort and chat_template_kwargs reach Qwen3's template. */
+START_TEST(thinking_flags)
+{
+	char file[4096];
+	const char *extra[] = { "--chat-template-file", file };
+	static const char *const off[] = {
+		",\"enable_thinking\":false", ",\"reasoning_effort\":\"none\"",
+		",\"chat_template_kwargs\":{\"enable_thinking\":false}",
+	};
+
+	snprintf(file, sizeof(file), "%s/tests/tmpl/templates/Qwen-Qwen3-0.6B.jinja", STRATA_SRC);
+	ck_assert_int_eq(start_server(extra, 2), 0);
+	for (size_t i = 0; i < 3; i++) {
+		static const char tail[] = "assistant\n<think>\n\n</think>\n\n";
+		char body[512];
+		cJSON *j;
+		const char *p;
+
+		snprintf(body, sizeof(body), "{\"messages\":" ASK "%s}", off[i]);
+		j = post_json("/apply-template", body, 200);
+		p = str_at(j, AT(j, "prompt"), "prompt");
+		ck_assert_msg(strlen(p) > strlen(tail) && !strcmp(p + strlen(p) - strlen(tail), tail),
+			      "%s: %s", off[i], p);
+		cJSON_Delete(j);
+	}
+	cJSON_Delete(post_json("/apply-template", "{\"messages\":" ASK ",\"reasoning_effort\":"
+			       "\"extreme\"}", 400));
+	stop_server();
+}
+END_TEST
+
+/*
+ * A reply that starts inside <think> (the prompt opened it): reasoning_content,
+ * then the budget closes the block by forcing "</think>", and the rest is content.
+ */
+START_TEST(thinking_budget)
+{
+	const char *extra[] = { "--chat-template", "{% for m in messages %}{{ m.role }}: "
+				"{{ m.content }}\n{% endfor %}assistant: <think>\n" };
+	cJSON *j;
+	const char *reasoning, *content;
+	struct resp r;
+
+	ck_assert_int_eq(start_server(extra, 2), 0);
+	j = post_json("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":"
+		      "\"Once upon a time\"}],\"max_tokens\":40,\"temperature\":0,"
+		      "\"thinking_budget\":6}", 200);
+	reasoning = str_at(j, AT(j, "choices", "0", "message", "reasoning_content"), "reasoning");
+	content = str_at(j, AT(j, "choices", "0", "message", "content"), "content");
+	ck_assert_msg(*reasoning && *content && !strstr(content, "think>"), "'%s' / '%s'",
+		      reasoning, content);
+	ck_assert_int_eq(int_at(j, AT(j, "usage", "completion_tokens"), "usage"), 40);
+	cJSON_Delete(j);
+	/* streamed: the same split, reasoning deltas first */
+	http_call(g_port, "POST", "/v1/chat/completions", NULL, "{\"messages\":[{\"role\":"
+		  "\"user\",\"content\":\"Once upon a time\"}],\"max_tokens\":40,"
+		  "\"temperature\":0,\"thinking_budget\":6,\"stream\":true}", &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_nonnull(strstr(r.body.p, "\"reasoning_content\":"));
+	ck_assert_ptr_nonnull(strstr(r.body.p, "\"content\":"));
+	ck_assert_ptr_null(strstr(r.body.p, "think>"));
+	resp_free(&r);
+	/* reasoning_format none: the block stays in the content, as written */
+	j = post_json("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":"
+		      "\"Once\"}],\"max_tokens\":20,\"temperature\":0,\"thinking_budget\":2,"
+		      "\"reasoning_format\":\"none\"}", 200);
+	ck_assert_ptr_null(AT(j, "choices", "0", "message", "reasoning_content"));
+	cJSON_Delete(j);
+	stop_server();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("serve_chat");
@@ -335,6 +407,8 @@ int main(void)
 		tcase_add_test(tc, template_errors);
 		tcase_add_test(tc, tools_rendered);
 		tcase_add_test(tc, bad_tools);
+		tcase_add_test(tc, thinking_flags);
+		tcase_add_test(tc, thinking_budget);
 		suite_add_tcase(su, tc);
 	}
 	sr = srunner_create(su);

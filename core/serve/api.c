@@ -19,6 +19,7 @@
 
 #include "serve/api_int.h"
 #include "serve/buf.h"
+#include "serve/steer.h"
 
 #define MAX_STOP 16
 
@@ -126,6 +127,32 @@ static int get_stop(const cJSON *obj, struct strata_api_req *r, struct strata_ap
 	return 0;
 }
 
+/*
+ * Chat: logprobs true/false and top_logprobs 0..20.  Completions (the
+ * legacy API): logprobs is the number of alternatives, 0..20 here.
+ */
+static int get_logprobs(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
+{
+	const cJSON *lp = field(root, "logprobs");
+	double top = 0;
+	int rc;
+
+	if (!r->chat) {
+		if ((rc = get_int(root, "logprobs", 0, STRATA_MAX_TOP_LOGPROBS, &top, err)))
+			return rc;
+		r->logprobs = lp != NULL;
+		r->top_logprobs = (int)top;
+		return 0;
+	}
+	if ((rc = get_bool(root, "logprobs", &r->logprobs, err)) ||
+	    (rc = get_int(root, "top_logprobs", 0, STRATA_MAX_TOP_LOGPROBS, &top, err)))
+		return rc;
+	if (field(root, "top_logprobs") && !r->logprobs)
+		return fail(err, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+	r->top_logprobs = (int)top;
+	return 0;
+}
+
 /* The sampling and length fields both endpoints share. */
 static int get_common(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
 {
@@ -156,7 +183,10 @@ static int get_common(const cJSON *root, struct strata_api_req *r, struct strata
 	if (field(root, "seed"))
 		p->seed = seed < 0 ? UINT64_MAX : (uint64_t)seed;
 	if ((rc = get_int(root, "n", 1, 1, &n, err)) ||
-	    (rc = get_bool(root, "stream", &r->stream, err)))
+	    (rc = get_bool(root, "stream", &r->stream, err)) ||
+	    (rc = get_number(root, "presence_penalty", -2, 2, 0, &r->presence, err)) ||
+	    (rc = get_number(root, "frequency_penalty", -2, 2, 0, &r->frequency, err)) ||
+	    (rc = get_logprobs(root, r, err)))
 		return rc;
 	return get_stop(root, r, err);
 }
@@ -169,10 +199,11 @@ static int render_messages(const cJSON *root, const struct strata_chat *tmpl,
 	cJSON *msgs;
 	int rc = api_tools(root, r, err);
 
-	if (rc || (rc = api_messages(tmpl, root, &msgs, err)))
+	if (rc || (rc = api_thinking(root, r, err)) || (rc = api_messages(tmpl, root, &msgs, err)))
 		return rc;
 	in.messages = msgs;
 	in.tools = r->tools;
+	in.extra = r->tmpl_vars;
 	rc = api_render(tmpl, &in, &r->prompt, &r->prompt_len, err);
 	cJSON_Delete(msgs);
 	return rc;
@@ -208,6 +239,7 @@ int strata_api_parse(const char *body, size_t len, int chat, const struct strata
 	memset(err, 0, sizeof(*err));
 	r->chat = chat;
 	r->max_tokens = -1;
+	r->think_budget = -1;
 	r->gp = *defaults;
 	root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
 	/* Only white space may follow the value. */
@@ -236,6 +268,7 @@ void strata_api_req_free(struct strata_api_req *r)
 	free(r->stop);
 	free(r->prompt);
 	cJSON_Delete(r->tools);
+	cJSON_Delete(r->tmpl_vars);
 	free(r->tool_name);
 	memset(r, 0, sizeof(*r));
 }
@@ -364,10 +397,10 @@ char *strata_api_completion_json(const struct strata_api_head *h, const struct s
 
 	if (ok && h->chat)
 		ok = (msg = cJSON_AddObjectToObject(c, "message")) &&
-		     cJSON_AddStringToObject(msg, "role", "assistant") && add_message(msg, m, 0);
+		     cJSON_AddStringToObject(msg, "role", "assistant") && add_message(msg, m, 0) &&
+		     api_add_logprobs(c, 1, m);
 	else if (ok)
-		ok = add_strn(c, "text", m->content, m->content_len) &&
-		     cJSON_AddNullToObject(c, "logprobs");
+		ok = add_strn(c, "text", m->content, m->content_len) && api_add_logprobs(c, 0, m);
 	ok = ok && cJSON_AddStringToObject(c, "finish_reason", finish) &&
 	     add_usage(root, n_prompt, n_gen);
 	if (ok && m->warning && m->warning[0])
@@ -390,10 +423,9 @@ char *strata_api_chunk_json(const struct strata_api_head *h, const struct strata
 			ok = cJSON_AddStringToObject(delta, "role", "assistant") &&
 			     cJSON_AddStringToObject(delta, "content", "");
 		if (ok)
-			ok = add_message(delta, d, 1);
+			ok = add_message(delta, d, 1) && (!d->n_lp || api_add_logprobs(c, 1, d));
 	} else if (ok) {
-		ok = add_strn(c, "text", d->content, d->content_len) &&
-		     cJSON_AddNullToObject(c, "logprobs");
+		ok = add_strn(c, "text", d->content, d->content_len) && api_add_logprobs(c, 0, d);
 	}
 	if (ok)
 		ok = finish ? cJSON_AddStringToObject(c, "finish_reason", finish) != NULL

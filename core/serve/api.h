@@ -14,6 +14,7 @@
 
 #include "serve/chat.h"
 #include "serve/msgparse.h"
+#include "serve/steer.h"
 #include "strata.h"
 
 struct cJSON;
@@ -37,6 +38,12 @@ struct strata_api_req {
 	size_t n_stop;
 	char *prompt;                 /* the completion prompt, or the rendered chat */
 	size_t prompt_len;
+	float presence, frequency;    /* presence_penalty, frequency_penalty ([-2, 2]; 0: off) */
+	int logprobs;                 /* logprobs asked for */
+	int top_logprobs;             /* and this many alternatives per token (0..20) */
+	struct cJSON *tmpl_vars;      /* more template variables (enable_thinking, ...), or NULL */
+	int think_budget;             /* thinking_budget: reasoning tokens; -1: none */
+	int reasoning_raw;            /* reasoning_format "none": <think> stays in the content */
 	struct cJSON *tools;          /* the chat's tools (NULL: none, or tool_choice none) */
 	int tool_choice;              /* STRATA_TOOL_* */
 	char *tool_name;              /* STRATA_TOOL_NAMED: the function */
@@ -80,6 +87,11 @@ struct strata_api_msg {
 	const struct strata_mp_call *calls;
 	size_t n_calls, first_call;
 	const char *warning;
+	/* logprobs: e non-NULL when they were asked for (n_lp entries; the first one's
+	 * text starts at text_offset of the reply) */
+	const struct strata_engine *e;
+	const struct strata_lp *lp;
+	size_t n_lp, text_offset;
 };
 
 /* chat.completion / text_completion with the whole message and its usage. */

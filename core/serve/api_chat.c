@@ -208,3 +208,59 @@ int api_render(const struct strata_chat *tmpl, const struct strata_chat_in *in, 
 	}
 	return rc;
 }
+
+/* The template's thinking switches from reasoning_effort / enable_thinking / chat_template_kwargs. */
+int api_thinking(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
+{
+	static const char *const efforts[] = { "none", "minimal", "low", "medium", "high", NULL };
+	const cJSON *effort = api_field(root, "reasoning_effort");
+	const cJSON *enable = api_field(root, "enable_thinking");
+	const cJSON *kw = api_field(root, "chat_template_kwargs"), *it;
+	const cJSON *budget = api_field(root, "thinking_budget");
+	const cJSON *format = api_field(root, "reasoning_format");
+	cJSON *vars;
+	int known = 0;
+
+	if (effort) {
+		for (const char *const *e = efforts; cJSON_IsString(effort) && *e; e++)
+			known |= !strcmp(*e, effort->valuestring);
+		if (!known)
+			return api_fail(err, "reasoning_effort", "'reasoning_effort' must be none, "
+					"minimal, low, medium or high");
+	}
+	if (enable && !cJSON_IsBool(enable))
+		return api_fail(err, "enable_thinking", "'enable_thinking' must be true or false");
+	if (kw && !cJSON_IsObject(kw))
+		return api_fail(err, "chat_template_kwargs", "'chat_template_kwargs' must be an "
+				"object of template variables");
+	if (budget && (!cJSON_IsNumber(budget) || budget->valuedouble < 0 ||
+		       budget->valuedouble > 1e9 || budget->valuedouble != (int)budget->valuedouble))
+		return api_fail(err, "thinking_budget", "'thinking_budget' must be an integer >= 0 "
+				"(reasoning tokens before the thinking block is closed)");
+	if (format && (!cJSON_IsString(format) || (strcmp(format->valuestring, "auto") &&
+						   strcmp(format->valuestring, "none") &&
+						   strcmp(format->valuestring, "deepseek"))))
+		return api_fail(err, "reasoning_format", "'reasoning_format' must be auto, deepseek "
+				"(reasoning_content) or none (<think> left in the content)");
+	r->think_budget = budget ? budget->valueint : -1;
+	r->reasoning_raw = format && !strcmp(format->valuestring, "none");
+	if (!effort && !enable && !kw)
+		return 0;
+	if (!(vars = r->tmpl_vars = cJSON_CreateObject()))
+		return -ENOMEM;
+	if (effort && (!cJSON_AddStringToObject(vars, "reasoning_effort", effort->valuestring) ||
+		       !cJSON_AddBoolToObject(vars, "enable_thinking",
+					      strcmp(effort->valuestring, "none") != 0)))
+		return -ENOMEM;
+	if (enable) {
+		cJSON_DeleteItemFromObjectCaseSensitive(vars, "enable_thinking");
+		if (!cJSON_AddBoolToObject(vars, "enable_thinking", cJSON_IsTrue(enable)))
+			return -ENOMEM;
+	}
+	cJSON_ArrayForEach(it, kw) {
+		cJSON_DeleteItemFromObjectCaseSensitive(vars, it->string);
+		if (!cJSON_AddItemToObject(vars, it->string, cJSON_Duplicate(it, 1)))
+			return -ENOMEM;
+	}
+	return 0;
+}

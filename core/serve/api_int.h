@@ -18,6 +18,10 @@ const struct cJSON *api_field(const struct cJSON *obj, const char *name);
 /* The request's messages, checked, as templates read them (a new array in *out). */
 int api_messages(const struct strata_chat *tmpl, const struct cJSON *root, struct cJSON **out,
 		 struct strata_api_err *err);
+/* choice.logprobs for m (null when m->e is NULL: not asked for). */
+int api_add_logprobs(struct cJSON *choice, int chat, const struct strata_api_msg *m);
+/* reasoning_effort, enable_thinking, chat_template_kwargs, thinking_budget, reasoning_format. */
+int api_thinking(const struct cJSON *root, struct strata_api_req *r, struct strata_api_err *err);
 /* tools, tool_choice and parallel_tool_calls into r. */
 int api_tools(const struct cJSON *root, struct strata_api_req *r, struct strata_api_err *err);
 /* Render with the template; a refusal is a 400, a failure a 500 naming the line. */

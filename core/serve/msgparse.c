@@ -288,6 +288,11 @@ void strata_mp_finish(struct strata_msgparse *mp)
 	mp->state = S_DONE;
 }
 
+int strata_mp_in_think(const struct strata_msgparse *mp)
+{
+	return mp->state == S_THINK || (!mp->started && mp->start_in_think);
+}
+
 int strata_mp_calls_full(const struct strata_msgparse *mp)
 {
 	return mp->max_calls && mp->n_calls >= mp->max_calls;

@@ -74,6 +74,8 @@ struct strata_msgparse {
 void strata_mp_feed(struct strata_msgparse *mp, const char *text, size_t len);
 /* End of generation: what was held back is released, an open block parsed. */
 void strata_mp_finish(struct strata_msgparse *mp);
+/* 1 while the reply is inside a thinking block (or will start inside one). */
+int strata_mp_in_think(const struct strata_msgparse *mp);
 /* 1 once max_calls calls are complete: the generation may stop. */
 int strata_mp_calls_full(const struct strata_msgparse *mp);
 /* Any allocation failed (the fields are incomplete). */

@@ -67,6 +67,7 @@ void strata_job_unref(struct strata_job *j)
 	strata_api_req_free(&j->req);
 	strata_textout_free(&j->out);
 	strata_mp_free(&j->mp);
+	strata_steer_free(&j->steer);
 	strata_buf_free(&j->text);
 	free(j->tokens);
 	pthread_cond_destroy(&j->cond);
@@ -224,7 +225,9 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len)
 		}
 	pthread_mutex_lock(&j->lock);
 	j->n_gen++;
-	j->stopped = strata_textout_feed(&j->out, piece, len, &j->text);
+	if (strata_steer_token(&j->steer, id, piece, len, strata_mp_in_think(&j->mp)))
+		j->stopped = 1;
+	j->stopped |= strata_textout_feed(&j->out, piece, len, &j->text);
 	to_message(j);
 	/* parallel_tool_calls false: one complete call ends the reply */
 	if (strata_mp_calls_full(&j->mp))
@@ -232,6 +235,15 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len)
 	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	return j->stopped;
+}
+
+/* The engine's logits hook: the request's steering of this step. */
+static int job_logits(void *user, float *logits, int32_t n_vocab)
+{
+	struct strata_job *j = user;
+
+	/* mp is written by this thread only: its state is read without the lock */
+	return strata_steer_logits(&j->steer, logits, n_vocab, strata_mp_in_think(&j->mp));
 }
 
 /* tool_choice required or a name: the reply must have made such a call. */
@@ -262,6 +274,7 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 
 	p.n_predict = j->n_predict;
 	p.cancel = job_cancelled;
+	p.logits = job_logits;
 	strata_log_clear_error();
 	rc = strata_generate_ex(s->e, j->tokens, j->n_tokens, &p, on_token, j, &st);
 	cancelled = atomic_load(&j->cancel) != 0;
@@ -288,7 +301,7 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 		j->version++;
 		if (j->mp.n_calls)
 			finish = "tool_calls";
-		if (strata_mp_oom(&j->mp)) {
+		if (strata_mp_oom(&j->mp) || j->steer.error == -ENOMEM) {
 			rc = -ENOMEM;
 		} else if ((missing = forced_call_missing(j))) {
 			rc = -EPROTO;

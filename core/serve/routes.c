@@ -106,6 +106,7 @@ static enum MHD_Result reply_whole(struct strata_server *s, struct MHD_Connectio
 			.content_len = j->mp.content.len, .reasoning = j->mp.reasoning.p,
 			.reasoning_len = j->mp.reasoning.len, .calls = j->mp.calls,
 			.n_calls = j->mp.n_calls, .warning = j->mp.warning,
+			.e = j->req.logprobs ? s->e : NULL, .lp = j->steer.lp, .n_lp = j->steer.n_lp,
 		};
 
 		json = strata_api_completion_json(&j->head, &m, j->finish, j->n_tokens, j->n_gen);
@@ -125,6 +126,7 @@ struct stream {
 	int fd;
 	unsigned seen;         /* the job's version last looked at */
 	size_t content, reasoning, calls; /* bytes and calls of the message already sent */
+	size_t lp, lp_bytes;   /* logprobs entries sent, and the reply bytes they cover */
 	struct strata_buf out; /* events not yet handed to libmicrohttpd */
 	int role_sent;
 	int ended;             /* the last event is in out */
@@ -165,6 +167,16 @@ static void add_deltas(struct stream *st)
 		d.n_calls = 1;
 		d.first_call = st->calls;
 		add_event(&st->out, strata_api_chunk_json(h, &d, 0, NULL, 0, 0));
+	}
+	memset(&d, 0, sizeof(d));
+	if (st->j->req.logprobs && st->j->steer.n_lp > st->lp) {
+		d.e = st->s->e;
+		d.lp = st->j->steer.lp + st->lp;
+		d.n_lp = st->j->steer.n_lp - st->lp;
+		d.text_offset = st->lp_bytes;
+		add_event(&st->out, strata_api_chunk_json(h, &d, 0, NULL, 0, 0));
+		for (; st->lp < st->j->steer.n_lp; st->lp++)
+			st->lp_bytes += st->j->steer.lp[st->lp].nbytes;
 	}
 }
 
@@ -310,6 +322,56 @@ static int prepare(struct strata_server *s, struct strata_api_req *req, int32_t 
 	return n;
 }
 
+/* Does the rendered prompt leave the reply inside an open <think> (DeepSeek-R1, Qwen3-Thinking)? */
+static int prompt_opens_think(const char *p, size_t n)
+{
+	while (n && strchr(" \t\r\n", p[n - 1]))
+		n--;
+	return n >= 7 && memcmp(p + n - 7, "<think>", 7) == 0;
+}
+
+/* What the reply is read for and how each token is steered. */
+static int setup_job(struct strata_server *s, struct strata_job *j)
+{
+	const struct strata_api_req *r = &j->req;
+	struct strata_steer *st = &j->steer;
+
+	st->e = s->e;
+	st->presence = r->presence;
+	st->frequency = r->frequency;
+	st->logprobs = r->logprobs;
+	st->top_logprobs = r->top_logprobs;
+	st->think_budget = -1;
+	if (!r->chat)
+		return 0;
+	if (r->tools) {
+		j->mp.fmt = s->toolfmt;
+		j->mp.tools = r->tools;
+		j->mp.max_calls = r->parallel_tools ? 0 : 1;
+	}
+	j->mp.think = !r->reasoning_raw && strata_chat_mentions(s->chat, "<think>");
+	j->mp.start_in_think = j->mp.think && prompt_opens_think(r->prompt, r->prompt_len);
+	if (j->mp.fmt != STRATA_TOOLS_NONE || j->mp.think) {
+		j->markers = s->markers;
+		j->n_markers = s->n_markers;
+	}
+	if (j->mp.think && r->think_budget >= 0) {
+		int32_t *ids = NULL;
+		int n = strata_engine_tokenize(s->e, "</think>\n\n", 10, STRATA_TOKENIZE_PARSE_SPECIAL,
+					       &ids);
+
+		if (n < 0)
+			return n;
+		if (n > 0 && (size_t)n <= sizeof(st->close_ids) / sizeof(st->close_ids[0])) {
+			memcpy(st->close_ids, ids, (size_t)n * sizeof(*ids));
+			st->n_close = (uint32_t)n;
+			st->think_budget = r->think_budget;
+		}
+		free(ids);
+	}
+	return 0;
+}
+
 static enum MHD_Result generate(struct strata_server *s, struct MHD_Connection *conn,
 				const char *body, size_t len, double t_arrival, int chat)
 {
@@ -336,12 +398,9 @@ static enum MHD_Result generate(struct strata_server *s, struct MHD_Connection *
 		return strata_reply_error(s, conn, 500, "out of memory", NULL);
 	j->n_predict = n_predict;
 	j->t_arrival = t_arrival;
-	if (chat && j->req.tools) {
-		j->mp.fmt = s->toolfmt;
-		j->mp.tools = j->req.tools;
-		j->mp.max_calls = j->req.parallel_tools ? 0 : 1;
-		j->markers = s->markers;
-		j->n_markers = s->n_markers;
+	if ((rc = setup_job(s, j))) {
+		strata_job_unref(j);
+		return strata_reply_error(s, conn, 500, "out of memory", NULL);
 	}
 	snprintf(j->id, sizeof(j->id), "%s-%llx%06x", chat ? "chatcmpl" : "cmpl", s->started,
 		 atomic_fetch_add(&s->next_id, 1));

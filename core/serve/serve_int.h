@@ -15,6 +15,7 @@
 #include "serve/chat.h"
 #include "serve/metrics.h"
 #include "serve/msgparse.h"
+#include "serve/steer.h"
 #include "serve/serve.h"
 #include "serve/textout.h"
 
@@ -51,6 +52,7 @@ struct strata_job {
 	pthread_cond_t cond;           /* the message grew, or done */
 	int refs;
 	struct strata_msgparse mp;     /* the message released to the client so far */
+	struct strata_steer steer;     /* penalties, thinking budget, logprobs (lp under lock) */
 	unsigned version;              /* bumped whenever mp grows */
 	struct strata_buf text;        /* engine thread only: scratch for released text */
 	uint32_t n_gen;                /* tokens generated */

@@ -33,4 +33,7 @@ void strata_textout_flush(struct strata_textout *t, struct strata_buf *out);
 
 void strata_textout_free(struct strata_textout *t);
 
+/* Append s[0..n) to out with every byte that is not valid UTF-8 as U+FFFD. */
+void strata_utf8_sanitize(struct strata_buf *out, const char *s, size_t n);
+
 #endif
