@@ -184,6 +184,122 @@ START_TEST(penalties)
 }
 END_TEST
 
+/* Fields strata cannot honour are refused by name; the harmless ones pass. */
+START_TEST(unknown_fields)
+{
+	static const struct {
+		const char *path, *body, *param;
+	} bad[] = {
+		{ "/v1/chat/completions", "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		  "\"frobnicate\":1", "frobnicate" },
+		{ "/v1/chat/completions", "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		  "\"n\":2", "n" },
+		{ "/v1/chat/completions", "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		  "\"store\":true", "store" },
+		{ "/v1/chat/completions", "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+		  "\"modalities\":[\"audio\"]", "modalities" },
+		{ "/v1/completions", "\"prompt\":\"x\",\"suffix\":\"y\"", "suffix" },
+		{ "/v1/completions", "\"prompt\":\"x\",\"best_of\":3", "best_of" },
+		{ "/v1/completions", "\"prompt\":\"x\",\"messages\":[]", "messages" },
+		{ "/v1/completions", "\"prompt\":[\"a\",\"b\"]", "prompt" },
+		{ "/v1/completions", "\"prompt\":[1,2,999999]", "prompt[2]" },
+		{ "/v1/completions", "\"prompt\":\"x\",\"logit_bias\":{\"999999\":1}", "logit_bias" },
+		{ "/v1/completions", "\"prompt\":\"x\",\"logit_bias\":{\"5\":101}", "logit_bias" },
+		{ "/v1/completions", "\"prompt\":\"x\",\"echo\":true,\"logprobs\":1", "echo" },
+	};
+	char b[512];
+
+	start_server();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cJSON *j;
+
+		snprintf(b, sizeof(b), "{%s}", bad[i].body);
+		j = post(bad[i].path, b, 400);
+		ck_assert_str_eq(str_at(j, AT(j, "error", "param"), "param"), bad[i].param);
+		cJSON_Delete(j);
+	}
+	cJSON_Delete(post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":"
+			  "\"x\"}],\"max_tokens\":1,\"n\":1,\"user\":\"u\",\"store\":false,"
+			  "\"metadata\":{},\"stream_options\":{\"include_usage\":true}}", 200));
+	/* \u0000 would cut the prompt there; "\\u0000" is a backslash and text, fine */
+	cJSON_Delete(post("/v1/completions", "{\"prompt\":\"a\\u0000b\",\"max_tokens\":1}", 400));
+	cJSON_Delete(post("/v1/completions", "{\"prompt\":\"a\\\\u0000b\",\"max_tokens\":1}", 200));
+	stop_server();
+}
+END_TEST
+
+/* Token ids as the prompt: the same text as the string they tokenize from; echo; logit_bias. */
+START_TEST(token_prompts)
+{
+	cJSON *j, *ids;
+	char b[1024], *list, text[512];
+
+	start_server();
+	j = post("/tokenize", "{\"content\":\"Once upon a time\",\"add_special\":true}", 200);
+	ids = cJSON_GetObjectItem(j, "tokens");
+	list = cJSON_PrintUnformatted(ids);
+	cJSON_Delete(j);
+	j = post("/detokenize", "{\"tokens\":[400,300]}", 200);
+	ck_assert(cJSON_IsString(cJSON_GetObjectItem(j, "content")));
+	cJSON_Delete(j);
+	j = post("/v1/completions", "{\"prompt\":\"Once upon a time\",\"max_tokens\":8,"
+		 "\"temperature\":0}", 200);
+	snprintf(text, sizeof(text), "%s", str_at(j, AT(j, "choices", "0", "text"), "text"));
+	cJSON_Delete(j);
+	snprintf(b, sizeof(b), "{\"prompt\":%s,\"max_tokens\":8,\"temperature\":0}", list);
+	j = post("/v1/completions", b, 200);
+	ck_assert_str_eq(str_at(j, AT(j, "choices", "0", "text"), "text"), text);
+	cJSON_Delete(j);
+	snprintf(b, sizeof(b), "{\"prompt\":[%s],\"max_tokens\":8,\"temperature\":0,\"echo\":true}",
+		 list);
+	j = post("/v1/completions", b, 200);
+	/* the ids decode with the space SentencePiece puts before "Once" */
+	ck_assert_msg(strstr(str_at(j, AT(j, "choices", "0", "text"), "text"), "Once upon a time") &&
+		      strstr(str_at(j, AT(j, "choices", "0", "text"), "text"), text),
+		      "%s", str_at(j, AT(j, "choices", "0", "text"), "text"));
+	cJSON_Delete(j);
+	free(list);
+	/* the greedy first token banned: another one comes */
+	j = post("/tokenize", "{\"content\":\"Once upon\"}", 200);
+	cJSON_Delete(j);
+	j = post("/v1/completions", "{\"prompt\":\"Once upon\",\"max_tokens\":1,\"temperature\":0,"
+		 "\"logprobs\":0}", 200);
+	snprintf(text, sizeof(text), "%s", str_at(j, AT(j, "choices", "0", "text"), "text"));
+	cJSON_Delete(j);
+	j = post("/tokenize", "{\"content\":\"Once upon a\"}", 200);
+	snprintf(b, sizeof(b), "{\"prompt\":\"Once upon\",\"max_tokens\":1,\"temperature\":0,"
+		 "\"logit_bias\":{\"%d\":-100}}",
+		 cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tokens"),
+				    cJSON_GetArraySize(cJSON_GetObjectItem(j, "tokens")) - 1)->valueint);
+	cJSON_Delete(j);
+	j = post("/v1/completions", b, 200);
+	ck_assert_str_ne(str_at(j, AT(j, "choices", "0", "text"), "text"), text);
+	cJSON_Delete(j);
+	stop_server();
+}
+END_TEST
+
+START_TEST(info_routes)
+{
+	struct resp r;
+	cJSON *j;
+
+	start_server();
+	http_call(g_port, "GET", "/props", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	j = json_of(&r);
+	ck_assert_int_eq(int_at(j, AT(j, "default_generation_settings", "n_ctx"), "n_ctx"),
+			 (int)strata_engine_n_ctx(g_eng));
+	ck_assert_str_eq(str_at(j, AT(j, "chat_template_origin"), "origin"), "built-in plain");
+	cJSON_Delete(j);
+	resp_free(&r);
+	http_call(g_port, "GET", "/v1/health", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	resp_free(&r);
+	stop_server();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("serve_fields");
@@ -203,6 +319,9 @@ int main(void)
 	tcase_add_test(tc, chat_logprobs);
 	tcase_add_test(tc, completion_logprobs);
 	tcase_add_test(tc, penalties);
+	tcase_add_test(tc, unknown_fields);
+	tcase_add_test(tc, token_prompts);
+	tcase_add_test(tc, info_routes);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

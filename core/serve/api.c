@@ -209,38 +209,13 @@ static int render_messages(const cJSON *root, const struct strata_chat *tmpl,
 	return rc;
 }
 
-static int get_prompt(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
-{
-	const cJSON *p = field(root, "prompt");
-
-	if (!p)
-		return fail(err, "prompt", "'prompt' is required");
-	/* An array of one string is what many clients send for a single prompt. */
-	if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child))
-		p = p->child;
-	if (!cJSON_IsString(p))
-		return fail(err, "prompt", "'prompt' must be a string");
-	r->prompt = strdup(p->valuestring);
-	if (!r->prompt)
-		return -ENOMEM;
-	r->prompt_len = strlen(r->prompt);
-	return 0;
-}
-
-int strata_api_parse(const char *body, size_t len, int chat, const struct strata_chat *tmpl,
-		     const struct strata_gen_params *defaults, struct strata_api_req *r,
-		     struct strata_api_err *err)
+int strata_api_body(const char *body, size_t len, cJSON **out, struct strata_api_err *err)
 {
 	const char *end = NULL;
 	cJSON *root;
-	int rc;
 
-	memset(r, 0, sizeof(*r));
 	memset(err, 0, sizeof(*err));
-	r->chat = chat;
-	r->max_tokens = -1;
-	r->think_budget = -1;
-	r->gp = *defaults;
+	*out = NULL;
 	root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
 	/* Only white space may follow the value. */
 	while (root && end < body + len && strchr(" \t\r\n", *end) && *end)
@@ -251,13 +226,52 @@ int strata_api_parse(const char *body, size_t len, int chat, const struct strata
 		cJSON_Delete(root);
 		return fail(err, NULL, "malformed JSON in the request body near byte %zu", at);
 	}
-	if (!cJSON_IsObject(root))
-		rc = fail(err, NULL, "the request body must be a JSON object");
-	else if ((rc = get_common(root, r, err)) == 0)
-		rc = chat ? render_messages(root, tmpl, r, err) : get_prompt(root, r, err);
-	cJSON_Delete(root);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return fail(err, NULL, "the request body must be a JSON object");
+	}
+	/* cJSON ends a string at its NUL: the prompt would be cut there without a word. */
+	if (api_has_nul(body, len)) {
+		cJSON_Delete(root);
+		return fail(err, NULL, "a string in the request holds \\u0000 (NUL), which strata "
+			    "cannot pass to the model");
+	}
+	*out = root;
+	return 0;
+}
+
+int strata_api_parse_obj(const cJSON *root, int chat, const struct strata_api_ctx *ctx,
+			 struct strata_api_req *r, struct strata_api_err *err)
+{
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	memset(err, 0, sizeof(*err));
+	r->chat = chat;
+	r->max_tokens = -1;
+	r->think_budget = -1;
+	r->gp = *ctx->defaults;
+	if ((rc = api_check_fields(root, chat, err)) || (rc = get_common(root, r, err)) ||
+	    (rc = api_logit_bias(root, ctx->n_vocab, r, err)))
+		goto out;
+	rc = chat ? render_messages(root, ctx->tmpl, r, err) : api_prompt(root, ctx->n_vocab, r, err);
+out:
 	if (rc)
 		strata_api_req_free(r);
+	return rc;
+}
+
+int strata_api_parse(const char *body, size_t len, int chat, const struct strata_api_ctx *ctx,
+		     struct strata_api_req *r, struct strata_api_err *err)
+{
+	cJSON *root;
+	int rc = strata_api_body(body, len, &root, err);
+
+	memset(r, 0, sizeof(*r));
+	if (rc)
+		return rc;
+	rc = strata_api_parse_obj(root, chat, ctx, r, err);
+	cJSON_Delete(root);
 	return rc;
 }
 
@@ -270,6 +284,8 @@ void strata_api_req_free(struct strata_api_req *r)
 	cJSON_Delete(r->tools);
 	cJSON_Delete(r->tmpl_vars);
 	free(r->tool_name);
+	free(r->bias);
+	free(r->prompt_ids);
 	memset(r, 0, sizeof(*r));
 }
 

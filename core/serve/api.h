@@ -26,6 +26,18 @@ struct strata_api_err {
 	char param[64];     /* the offending field ("messages[1].role"), or "" */
 };
 
+/* What parsing a request needs to know of the server. */
+struct strata_api_ctx {
+	const struct strata_chat *tmpl;           /* renders a chat */
+	const struct strata_gen_params *defaults; /* the sampling of fields left out */
+	int32_t n_vocab;                          /* token ids are below this */
+};
+
+struct strata_api_bias {
+	int32_t id;
+	float bias;
+};
+
 /* tool_choice */
 enum { STRATA_TOOL_AUTO, STRATA_TOOL_NONE, STRATA_TOOL_REQUIRED, STRATA_TOOL_NAMED };
 
@@ -44,6 +56,11 @@ struct strata_api_req {
 	struct cJSON *tmpl_vars;      /* more template variables (enable_thinking, ...), or NULL */
 	int think_budget;             /* thinking_budget: reasoning tokens; -1: none */
 	int reasoning_raw;            /* reasoning_format "none": <think> stays in the content */
+	struct strata_api_bias *bias; /* logit_bias: n_bias token ids and what is added */
+	size_t n_bias;
+	int echo;                     /* completions: the prompt comes back before the text */
+	int32_t *prompt_ids;          /* completions: a prompt given as token ids, or NULL */
+	uint32_t n_prompt_ids;
 	struct cJSON *tools;          /* the chat's tools (NULL: none, or tool_choice none) */
 	int tool_choice;              /* STRATA_TOOL_* */
 	char *tool_name;              /* STRATA_TOOL_NAMED: the function */
@@ -52,15 +69,23 @@ struct strata_api_req {
 
 /*
  * Parse and validate a request body for a chat (chat != 0) or completion
- * request; a chat is rendered with the chat template tmpl.  defaults are the
- * sampling parameters of fields the request leaves out.  Returns 0 and fills
- * *r (free with strata_api_req_free), or -EINVAL with *err filled (status
- * 400; 500 when the template failed), or -ENOMEM.  Nothing is logged: the
- * error goes to the client.
+ * request; a chat is rendered with ctx's template.  Every field must be one
+ * strata honours or one that changes nothing; others are refused.  Returns
+ * 0 and fills *r (free with strata_api_req_free), or -EINVAL with *err
+ * filled (status 400; 500 when the template failed), or -ENOMEM.  Nothing
+ * is logged: the error goes to the client.
  */
-int strata_api_parse(const char *body, size_t len, int chat, const struct strata_chat *tmpl,
-		     const struct strata_gen_params *defaults, struct strata_api_req *r,
-		     struct strata_api_err *err);
+int strata_api_parse(const char *body, size_t len, int chat, const struct strata_api_ctx *ctx,
+		     struct strata_api_req *r, struct strata_api_err *err);
+/* The same for a request already in JSON (a dialect's, converted). */
+int strata_api_parse_obj(const struct cJSON *root, int chat, const struct strata_api_ctx *ctx,
+			 struct strata_api_req *r, struct strata_api_err *err);
+/*
+ * The body as JSON: one object, nothing after it but white space, no
+ * \u0000 in a string.  Returns 0 and *root (cJSON_Delete it), or -EINVAL
+ * with *err filled.
+ */
+int strata_api_body(const char *body, size_t len, struct cJSON **root, struct strata_api_err *err);
 void strata_api_req_free(struct strata_api_req *r);
 
 /* {"error":{"message","type","param","code"}}; type follows the status. */

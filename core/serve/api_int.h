@@ -18,6 +18,15 @@ const struct cJSON *api_field(const struct cJSON *obj, const char *name);
 /* The request's messages, checked, as templates read them (a new array in *out). */
 int api_messages(const struct strata_chat *tmpl, const struct cJSON *root, struct cJSON **out,
 		 struct strata_api_err *err);
+/* Every field known to the endpoint, and the ones that change nothing harmless. */
+int api_check_fields(const struct cJSON *root, int chat, struct strata_api_err *err);
+/* The JSON text holds a NUL byte or the escape \u0000. */
+int api_has_nul(const char *body, size_t len);
+int api_logit_bias(const struct cJSON *root, int32_t n_vocab, struct strata_api_req *r,
+		   struct strata_api_err *err);
+/* A completion's prompt (text or token ids) and echo. */
+int api_prompt(const struct cJSON *root, int32_t n_vocab, struct strata_api_req *r,
+	       struct strata_api_err *err);
 /* choice.logprobs for m (null when m->e is NULL: not asked for). */
 int api_add_logprobs(struct cJSON *choice, int chat, const struct strata_api_msg *m);
 /* reasoning_effort, enable_thinking, chat_template_kwargs, thinking_budget, reasoning_format. */

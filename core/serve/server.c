@@ -32,9 +32,16 @@ struct conn_ctx {
 static const struct strata_route g_routes[] = {
 	{ "/v1/chat/completions", "POST", strata_route_chat },
 	{ "/v1/completions", "POST", strata_route_completion },
+	{ "/v1/messages", "POST", strata_route_messages },
+	{ "/v1/responses", "POST", strata_route_responses },
+	{ "/v1/messages/count_tokens", "POST", strata_route_count_tokens },
 	{ "/apply-template", "POST", strata_route_apply_template },
+	{ "/tokenize", "POST", strata_route_tokenize },
+	{ "/detokenize", "POST", strata_route_detokenize },
+	{ "/props", "GET", strata_route_props },
 	{ "/v1/models", "GET", strata_route_models },
 	{ "/health", "GET", strata_route_health },
+	{ "/v1/health", "GET", strata_route_health },
 	{ "/metrics", "GET", strata_route_metrics },
 };
 
@@ -54,6 +61,10 @@ static int authorized(const struct strata_server *s, struct MHD_Connection *conn
 	const char *h;
 
 	if (!s->api_key)
+		return 1;
+	/* Anthropic's clients send the key as x-api-key. */
+	h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "x-api-key");
+	if (h && same_secret(h, s->api_key))
 		return 1;
 	h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)

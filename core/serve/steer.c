@@ -3,6 +3,7 @@
  * the thinking budget, the constraint's mask, log-probabilities.
  */
 #include "serve/steer.h"
+#include "serve/api.h"
 
 #include <errno.h>
 #include <math.h>
@@ -72,6 +73,11 @@ int strata_steer_logits(struct strata_steer *st, float *logits, int32_t n, int i
 	}
 	if (st->counts)
 		penalise(st, logits, n);
+	/* logit_bias: -100 bans a token outright, as OpenAI's does */
+	for (size_t i = 0; i < st->n_bias; i++)
+		if (st->bias[i].id < n)
+			logits[st->bias[i].id] = st->bias[i].bias <= -100 ? -INFINITY
+					       : logits[st->bias[i].id] + st->bias[i].bias;
 	/* The budget is spent: the block's closing tokens, one per step. */
 	if (!st->closing && in_think && st->think_budget >= 0 &&
 	    st->think_tokens >= (uint32_t)st->think_budget && st->n_close)

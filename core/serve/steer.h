@@ -13,6 +13,8 @@
 
 #include "strata.h"
 
+struct strata_api_bias;
+
 #define STRATA_MAX_TOP_LOGPROBS 20
 
 /* One generated token's log-probability and its best alternatives. */
@@ -29,6 +31,8 @@ struct strata_steer {
 	/* Set before the generation, then read-only. */
 	const struct strata_engine *e;
 	float presence, frequency;      /* OpenAI's penalties; 0: off */
+	const struct strata_api_bias *bias; /* logit_bias (the request's), n_bias of them */
+	size_t n_bias;
 	int logprobs;                   /* keep each token's log-probability */
 	int top_logprobs;               /* and this many alternatives (0..20) */
 	int think_budget;               /* reasoning tokens before </think> is forced; -1: none */

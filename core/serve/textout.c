@@ -112,8 +112,10 @@ int strata_textout_feed(struct strata_textout *t, const char *piece, size_t len,
 	for (size_t i = 0; i < t->n_stop; i++) {
 		const char *m = memmem(p->p, p->len, t->stop[i], strlen(t->stop[i]));
 
-		if (m && (!first || m < first))
+		if (m && (!first || m < first)) {
 			first = m;
+			t->matched = (int)i + 1;
+		}
 	}
 	if (first) {
 		strata_utf8_sanitize(out, p->p, (size_t)(first - p->p));

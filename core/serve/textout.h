@@ -18,6 +18,7 @@ struct strata_textout {
 	char *const *stop;        /* borrowed: n_stop non-empty strings */
 	size_t n_stop;
 	struct strata_buf pending; /* generated, not yet released */
+	int matched;              /* the stop string that ended the text, plus 1; 0: none */
 };
 
 /*
