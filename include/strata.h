@@ -131,6 +131,8 @@ int32_t strata_engine_n_vocab(const struct strata_engine *e);
 /* The vocabulary's BOS and EOS ids; -1 when it has none. */
 int32_t strata_engine_token_bos(const struct strata_engine *e);
 int32_t strata_engine_token_eos(const struct strata_engine *e);
+/* 1 when token id ends a generation (EOS, end of turn, ...). */
+int strata_engine_token_is_eog(const struct strata_engine *e, int32_t id);
 /* The text of token id as the vocabulary stores it ("<|im_start|>"); NULL out of range. */
 const char *strata_engine_token_text(const struct strata_engine *e, int32_t id);
 /*

@@ -625,6 +625,11 @@ int32_t strata_engine_token_eos(const struct strata_engine *e)
 	return strata_tokenizer_eos(e->tok);
 }
 
+int strata_engine_token_is_eog(const struct strata_engine *e, int32_t id)
+{
+	return strata_tokenizer_is_eog(e->tok, id);
+}
+
 const char *strata_engine_token_text(const struct strata_engine *e, int32_t id)
 {
 	return strata_token_text(e->tok, id);

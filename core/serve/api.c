@@ -19,6 +19,7 @@
 
 #include "serve/api_int.h"
 #include "serve/buf.h"
+#include "serve/grammar.h"
 #include "serve/steer.h"
 
 #define MAX_STOP 16
@@ -192,14 +193,16 @@ static int get_common(const cJSON *root, struct strata_api_req *r, struct strata
 }
 
 /* The chat: messages checked and rendered by the template. */
-static int render_messages(const cJSON *root, const struct strata_chat *tmpl,
+static int render_messages(const cJSON *root, const struct strata_api_ctx *ctx,
 			   struct strata_api_req *r, struct strata_api_err *err)
 {
+	const struct strata_chat *tmpl = ctx->tmpl;
 	struct strata_chat_in in = { .add_generation_prompt = 1 };
 	cJSON *msgs;
-	int rc = api_tools(root, r, err);
+	int rc = api_response_format(root, r, err);
 
-	if (rc || (rc = api_thinking(root, r, err)) || (rc = api_messages(tmpl, root, &msgs, err)))
+	if (rc || (rc = api_tools(root, ctx, r, err)) || (rc = api_thinking(root, r, err)) ||
+	    (rc = api_messages(tmpl, root, &msgs, err)))
 		return rc;
 	in.messages = msgs;
 	in.tools = r->tools;
@@ -254,7 +257,7 @@ int strata_api_parse_obj(const cJSON *root, int chat, const struct strata_api_ct
 	if ((rc = api_check_fields(root, chat, err)) || (rc = get_common(root, r, err)) ||
 	    (rc = api_logit_bias(root, ctx->n_vocab, r, err)))
 		goto out;
-	rc = chat ? render_messages(root, ctx->tmpl, r, err) : api_prompt(root, ctx->n_vocab, r, err);
+	rc = chat ? render_messages(root, ctx, r, err) : api_prompt(root, ctx->n_vocab, r, err);
 out:
 	if (rc)
 		strata_api_req_free(r);
@@ -286,6 +289,7 @@ void strata_api_req_free(struct strata_api_req *r)
 	free(r->tool_name);
 	free(r->bias);
 	free(r->prompt_ids);
+	strata_grammar_free(r->grammar);
 	memset(r, 0, sizeof(*r));
 }
 

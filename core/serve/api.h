@@ -31,6 +31,8 @@ struct strata_api_ctx {
 	const struct strata_chat *tmpl;           /* renders a chat */
 	const struct strata_gen_params *defaults; /* the sampling of fields left out */
 	int32_t n_vocab;                          /* token ids are below this */
+	enum strata_toolfmt toolfmt;              /* how the template's model writes calls */
+	int tool_sub;                             /* and their inner format (grammar.h) */
 };
 
 struct strata_api_bias {
@@ -61,6 +63,7 @@ struct strata_api_req {
 	int echo;                     /* completions: the prompt comes back before the text */
 	int32_t *prompt_ids;          /* completions: a prompt given as token ids, or NULL */
 	uint32_t n_prompt_ids;
+	struct strata_grammar *grammar; /* what the reply must be (response_format, a forced call) */
 	struct cJSON *tools;          /* the chat's tools (NULL: none, or tool_choice none) */
 	int tool_choice;              /* STRATA_TOOL_* */
 	char *tool_name;              /* STRATA_TOOL_NAMED: the function */

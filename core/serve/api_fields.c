@@ -24,7 +24,7 @@ static const char *const g_common[] = {
 static const char *const g_chat[] = {
 	"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
 	"parallel_tool_calls", "reasoning_effort", "enable_thinking", "chat_template_kwargs",
-	"thinking_budget", "reasoning_format", NULL,
+	"thinking_budget", "reasoning_format", "response_format", NULL,
 };
 static const char *const g_completion[] = { "prompt", "echo", "suffix", "best_of", NULL };
 

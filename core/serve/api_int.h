@@ -31,8 +31,12 @@ int api_prompt(const struct cJSON *root, int32_t n_vocab, struct strata_api_req 
 int api_add_logprobs(struct cJSON *choice, int chat, const struct strata_api_msg *m);
 /* reasoning_effort, enable_thinking, chat_template_kwargs, thinking_budget, reasoning_format. */
 int api_thinking(const struct cJSON *root, struct strata_api_req *r, struct strata_api_err *err);
-/* tools, tool_choice and parallel_tool_calls into r. */
-int api_tools(const struct cJSON *root, struct strata_api_req *r, struct strata_api_err *err);
+/* tools, tool_choice and parallel_tool_calls into r (a forced call's grammar too). */
+int api_tools(const struct cJSON *root, const struct strata_api_ctx *ctx,
+	      struct strata_api_req *r, struct strata_api_err *err);
+/* response_format: text, json_object or json_schema, compiled into r->grammar. */
+int api_response_format(const struct cJSON *root, struct strata_api_req *r,
+			struct strata_api_err *err);
 /* Render with the template; a refusal is a 400, a failure a 500 naming the line. */
 int api_render(const struct strata_chat *tmpl, const struct strata_chat_in *in, char **prompt,
 	       size_t *len, struct strata_api_err *err);

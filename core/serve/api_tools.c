@@ -2,7 +2,8 @@
  * api_tools.c - a chat request's tools, tool_choice and parallel_tool_calls,
  * checked against the OpenAI reference: each tool a function with a name of
  * at most 64 letters, digits, '_' or '-' and an object for parameters;
- * tool_choice "none", "auto", "required" or a function of the list.
+ * tool_choice "none", "auto", "required" or a function of the list.  A
+ * forced call and response_format become the grammar the reply must follow.
  */
 #include "serve/api.h"
 
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "serve/api_int.h"
+#include "serve/grammar.h"
 
 static int good_name(const char *s)
 {
@@ -105,7 +107,60 @@ static int get_choice(const cJSON *root, const cJSON *tools, struct strata_api_r
 	return r->tool_name ? 0 : -ENOMEM;
 }
 
-int api_tools(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
+/* A forced call (tool_choice required or named): the reply is made to be one. */
+static int force_call(const struct strata_api_ctx *ctx, struct strata_api_req *r,
+		      struct strata_api_err *err)
+{
+	char why[300];
+	int rc;
+
+	if (r->tool_choice != STRATA_TOOL_REQUIRED && r->tool_choice != STRATA_TOOL_NAMED)
+		return 0;
+	if (r->grammar)
+		return api_fail(err, "tool_choice", "a forced tool call and response_format cannot "
+				"both shape the reply");
+	rc = strata_grammar_tools(r->tools, r->tool_choice == STRATA_TOOL_NAMED ? r->tool_name : NULL,
+				  ctx->toolfmt == STRATA_TOOLS_NONE ? STRATA_TOOLS_TAGGED : ctx->toolfmt,
+				  ctx->tool_sub, r->parallel_tools, &r->grammar, why, sizeof(why));
+	if (rc == -EINVAL)
+		return api_fail(err, "tools", "the forced tool call cannot be constrained: %s", why);
+	return rc;
+}
+
+int api_response_format(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
+{
+	const cJSON *rf = api_field(root, "response_format");
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(rf, "type"), *js, *schema;
+	char why[300];
+	int rc;
+
+	if (!rf)
+		return 0;
+	if (!cJSON_IsObject(rf) || !cJSON_IsString(type))
+		return api_fail(err, "response_format", "'response_format' must be {\"type\": \"text\" "
+				"| \"json_object\" | \"json_schema\", ...}");
+	if (!strcmp(type->valuestring, "text"))
+		return 0;
+	if (!strcmp(type->valuestring, "json_object")) {
+		rc = strata_grammar_json(NULL, &r->grammar, why, sizeof(why));
+	} else if (!strcmp(type->valuestring, "json_schema")) {
+		js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+		schema = cJSON_GetObjectItemCaseSensitive(js, "schema");
+		if (!cJSON_IsObject(js) || !(cJSON_IsObject(schema) || cJSON_IsBool(schema)))
+			return api_fail(err, "response_format.json_schema", "'response_format."
+					"json_schema' must be {\"name\": ..., \"schema\": {...}}");
+		rc = strata_grammar_json(schema, &r->grammar, why, sizeof(why));
+	} else {
+		return api_fail(err, "response_format", "'response_format.type' must be text, "
+				"json_object or json_schema");
+	}
+	if (rc == -EINVAL)
+		return api_fail(err, "response_format", "the schema cannot be constrained: %s", why);
+	return rc;
+}
+
+int api_tools(const cJSON *root, const struct strata_api_ctx *ctx, struct strata_api_req *r,
+	      struct strata_api_err *err)
 {
 	const cJSON *tools = api_field(root, "tools"), *t, *par = api_field(root,
 									    "parallel_tool_calls");
@@ -128,5 +183,5 @@ int api_tools(const cJSON *root, struct strata_api_req *r, struct strata_api_err
 		return rc;
 	if (tools && r->tool_choice != STRATA_TOOL_NONE && !(r->tools = cJSON_Duplicate(tools, 1)))
 		return -ENOMEM;
-	return 0;
+	return force_call(ctx, r, err);
 }

@@ -70,6 +70,9 @@ enum MHD_Result strata_serve_generate(struct strata_server *s, struct MHD_Connec
 				struct strata_api_req *req, double t_arrival,
 				const struct strata_dialect *d);
 
+/* What request parsing needs of the server (defaults is filled, ctx points at it). */
+void strata_serve_api_ctx(struct strata_server *s, struct strata_gen_params *defaults,
+			  struct strata_api_ctx *ctx);
 /* The generated message of j as the builders take it (lock held). */
 struct strata_api_msg strata_job_msg(struct strata_server *s, const struct strata_job *j);
 /* A finished job's failure: status and message. */

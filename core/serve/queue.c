@@ -299,10 +299,15 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 		to_message(j);
 		strata_mp_finish(&j->mp);
 		j->version++;
-		if (j->mp.n_calls)
+		/* a reply cut by max_tokens is "length" even with calls in it */
+		if (j->mp.n_calls && strcmp(finish, "length"))
 			finish = "tool_calls";
 		if (strata_mp_oom(&j->mp) || j->steer.error == -ENOMEM) {
 			rc = -ENOMEM;
+		} else if (j->steer.error) {
+			rc = j->steer.error;
+			snprintf(j->why, sizeof(j->why), "the reply's constraint (response_format or a "
+				 "forced tool call) left no token to take (%s)", strerror(-rc));
 		} else if ((missing = forced_call_missing(j))) {
 			rc = -EPROTO;
 			snprintf(j->why, sizeof(j->why), "%s", missing);

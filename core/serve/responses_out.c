@@ -366,8 +366,7 @@ enum MHD_Result strata_route_responses(struct strata_server *s, struct MHD_Conne
 		cJSON_Delete(root);
 	}
 	if (!rc) {
-		strata_engine_gen_defaults(s->e, &defaults);
-		ctx = (struct strata_api_ctx){ s->chat, &defaults, strata_engine_n_vocab(s->e) };
+		strata_serve_api_ctx(s, &defaults, &ctx);
 		rc = strata_api_parse_obj(chat, 1, &ctx, &req, &err);
 		cJSON_Delete(chat);
 	}

@@ -240,10 +240,24 @@ static int fields(const cJSON *root, cJSON *out, struct strata_api_err *err)
 	fmt = cJSON_GetObjectItemCaseSensitive(api_field(root, "text"), "format");
 	if (fmt && !cJSON_IsNull(fmt)) {
 		const cJSON *type = cJSON_GetObjectItemCaseSensitive(fmt, "type");
+		const char *t = cJSON_IsString(type) ? type->valuestring : "";
+		cJSON *rf, *js;
 
-		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text"))
-			return api_fail(err, "text.format", "'text.format' other than text is not "
-					"supported");
+		if (!strcmp(t, "text"))
+			return 0;
+		if (strcmp(t, "json_object") && strcmp(t, "json_schema"))
+			return api_fail(err, "text.format", "'text.format.type' must be text, "
+					"json_object or json_schema");
+		/* the chat's response_format: {type, json_schema: {name, schema}} */
+		if (!(rf = cJSON_AddObjectToObject(out, "response_format")) ||
+		    !cJSON_AddStringToObject(rf, "type", t))
+			return -ENOMEM;
+		if (!strcmp(t, "json_schema") &&
+		    (!(js = cJSON_AddObjectToObject(rf, "json_schema")) ||
+		     (cJSON_GetObjectItemCaseSensitive(fmt, "schema") &&
+		      !cJSON_AddItemToObject(js, "schema", cJSON_Duplicate(
+			      cJSON_GetObjectItemCaseSensitive(fmt, "schema"), 1)))))
+			return -ENOMEM;
 	}
 	return 0;
 }

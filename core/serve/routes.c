@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "serve/dialect.h"
+#include "serve/grammar.h"
 #include "serve/serve_int.h"
 #include "util/log.h"
 
@@ -102,6 +103,14 @@ void strata_job_failure(const struct strata_job *j, unsigned *status, char *msg,
 }
 
 /* ---- a whole response ---------------------------------------------------------- */
+
+void strata_serve_api_ctx(struct strata_server *s, struct strata_gen_params *defaults,
+			  struct strata_api_ctx *ctx)
+{
+	strata_engine_gen_defaults(s->e, defaults);
+	*ctx = (struct strata_api_ctx){ s->chat, defaults, strata_engine_n_vocab(s->e), s->toolfmt,
+					s->tool_sub };
+}
 
 struct strata_api_msg strata_job_msg(struct strata_server *s, const struct strata_job *j)
 {
@@ -379,11 +388,42 @@ static int prompt_opens_think(const char *p, size_t n)
 	return n >= 7 && memcmp(p + n - 7, "<think>", 7) == 0;
 }
 
+/* The vocabulary trie the token masks walk, built by the first request that needs it. */
+static const struct strata_vtrie *vtrie(struct strata_server *s)
+{
+	pthread_mutex_lock(&s->vtrie_lock);
+	if (!s->vtrie) {
+		int32_t ids[STRATA_MAX_MARKERS];
+		const char *texts[STRATA_MAX_MARKERS];
+
+		for (int i = 0; i < s->n_markers; i++) {
+			ids[i] = s->markers[i].id;
+			texts[i] = s->markers[i].text;
+		}
+		(void)strata_vtrie_build(s->e, ids, texts, s->n_markers, &s->vtrie);
+	}
+	pthread_mutex_unlock(&s->vtrie_lock);
+	return s->vtrie;
+}
+
 /* What the reply is read for and how each token is steered. */
 static int setup_job(struct strata_server *s, struct strata_job *j)
 {
 	const struct strata_api_req *r = &j->req;
 	struct strata_steer *st = &j->steer;
+	int rc;
+
+	if (r->grammar) {
+		const struct strata_vtrie *t = vtrie(s);
+
+		if (!t)
+			return -ENOMEM;
+		if ((rc = strata_grammar_run_new(r->grammar, t, &st->grammar)))
+			return rc;
+		/* the markers of a forced call reach the grammar as text, as they do the parser */
+		j->markers = s->markers;
+		j->n_markers = s->n_markers;
+	}
 
 	st->e = s->e;
 	st->presence = r->presence;
@@ -418,7 +458,7 @@ static int setup_job(struct strata_server *s, struct strata_job *j)
 	}
 	j->mp.think = !r->reasoning_raw && strata_chat_mentions(s->chat, "<think>");
 	j->mp.start_in_think = j->mp.think && prompt_opens_think(r->prompt, r->prompt_len);
-	if (j->mp.fmt != STRATA_TOOLS_NONE || j->mp.think) {
+	if (j->mp.fmt != STRATA_TOOLS_NONE || j->mp.think || r->grammar) {
 		j->markers = s->markers;
 		j->n_markers = s->n_markers;
 	}
@@ -491,8 +531,7 @@ static enum MHD_Result generate(struct strata_server *s, struct MHD_Connection *
 	struct strata_api_err err;
 	int rc;
 
-	strata_engine_gen_defaults(s->e, &defaults);
-	ctx = (struct strata_api_ctx){ s->chat, &defaults, strata_engine_n_vocab(s->e) };
+	strata_serve_api_ctx(s, &defaults, &ctx);
 	rc = strata_api_parse(body, len, chat, &ctx, &req, &err);
 	if (rc)
 		return strata_reply_error(s, conn, rc == -EINVAL ? err.status : 500,

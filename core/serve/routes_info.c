@@ -50,8 +50,7 @@ enum MHD_Result strata_route_apply_template(struct strata_server *s, struct MHD_
 	cJSON *root;
 	int rc;
 
-	strata_engine_gen_defaults(s->e, &defaults);
-	ctx = (struct strata_api_ctx){ s->chat, &defaults, strata_engine_n_vocab(s->e) };
+	strata_serve_api_ctx(s, &defaults, &ctx);
 	rc = strata_api_parse(body, len, 1, &ctx, &req, &err);
 	if (rc)
 		return strata_reply_error(s, conn, rc == -EINVAL ? err.status : 500,

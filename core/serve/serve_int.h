@@ -74,6 +74,9 @@ struct strata_server {
 	uint32_t queue_max;
 	struct strata_chat *chat;      /* the chat template */
 	enum strata_toolfmt toolfmt;   /* how its model writes tool calls */
+	int tool_sub;                  /* and their inner format (grammar.h) */
+	struct strata_vtrie *vtrie;    /* the vocabulary for token masks, built on first use */
+	pthread_mutex_t vtrie_lock;
 	struct strata_marker markers[STRATA_MAX_MARKERS];
 	int n_markers;
 	long long started;             /* Unix seconds */

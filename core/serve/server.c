@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "serve/grammar.h"
 #include "util/log.h"
 
 /* One request, from its first call into on_request to the completed notice. */
@@ -293,6 +294,7 @@ static int server_init(struct strata_engine *e, struct strata_server *s)
 	if ((rc = open_chat(e, &s->chat)))
 		return rc;
 	s->toolfmt = strata_toolfmt_of(strata_chat_source(s->chat));
+	s->tool_sub = strata_grammar_subformat(strata_chat_source(s->chat));
 	find_markers(s);
 	atomic_init(&s->next_id, 1);
 	atomic_init(&s->stopping, 0);
@@ -301,6 +303,7 @@ static int server_init(struct strata_engine *e, struct strata_server *s)
 	if ((rc = strata_metrics_init(&s->metrics)))
 		return rc;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->vtrie_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	return 0;
 }
@@ -367,6 +370,8 @@ void strata_serve_stop(struct strata_server *s)
 		MHD_stop_daemon(s->mhd);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->vtrie_lock);
+	strata_vtrie_free(s->vtrie);
 	strata_metrics_destroy(&s->metrics);
 	strata_chat_free(s->chat);
 	free(s->api_key);

@@ -4,6 +4,7 @@
  */
 #include "serve/steer.h"
 #include "serve/api.h"
+#include "serve/grammar.h"
 
 #include <errno.h>
 #include <math.h>
@@ -82,8 +83,16 @@ int strata_steer_logits(struct strata_steer *st, float *logits, int32_t n, int i
 	if (!st->closing && in_think && st->think_budget >= 0 &&
 	    st->think_tokens >= (uint32_t)st->think_budget && st->n_close)
 		st->closing = 1;
-	if (st->closing && st->forcing < st->n_close)
+	if (st->closing && st->forcing < st->n_close) {
 		force(logits, n, st->close_ids[st->forcing++]);
+	} else if (st->grammar && !in_think) {
+		int rc = strata_grammar_mask(st->grammar, logits, n);
+
+		if (rc) { /* the grammar allows no token the sampler may take */
+			st->error = rc;
+			return 1;
+		}
+	}
 	st->cur = logits;
 	if (st->logprobs)
 		measure(st, logits, n);
@@ -117,11 +126,15 @@ int strata_steer_token(struct strata_steer *st, int32_t id, const char *piece, s
 		lp->nbytes = (uint32_t)len;
 		lp->logprob = id >= 0 && id < st->n_vocab ? st->cur[id] - st->lse : -INFINITY;
 	}
+	if (st->grammar && !in_think && (st->error = strata_grammar_accept(st->grammar, piece, len)))
+		return 1;
 	return 0;
 }
 
 void strata_steer_free(struct strata_steer *st)
 {
+	strata_grammar_run_free(st->grammar);
+	st->grammar = NULL;
 	free(st->counts);
 	free(st->lp);
 	st->counts = NULL;

@@ -1,8 +1,9 @@
 /*
  * steer.h - what a request asks of each sampled token, done in the
  * engine's logits hook (strata_gen_params.logits) and the token callback:
- * OpenAI's presence and frequency penalties, a thinking budget that closes
- * the <think> block by forcing its closing tokens, and the
+ * OpenAI's presence and frequency penalties, logit_bias, a thinking budget
+ * that closes the <think> block by forcing its closing tokens, a grammar's
+ * token mask (structured output, forced tool calls), and the
  * log-probabilities of each token and its best alternatives.
  */
 #ifndef STRATA_SERVE_STEER_H
@@ -14,6 +15,7 @@
 #include "strata.h"
 
 struct strata_api_bias;
+struct strata_grammar_run;
 
 #define STRATA_MAX_TOP_LOGPROBS 20
 
@@ -38,6 +40,7 @@ struct strata_steer {
 	int think_budget;               /* reasoning tokens before </think> is forced; -1: none */
 	int32_t close_ids[32];          /* the tokens of "</think>\n\n" */
 	uint32_t n_close;
+	struct strata_grammar_run *grammar; /* what the reply must be (after thinking), or NULL */
 
 	/* Engine thread state. */
 	int32_t n_vocab;

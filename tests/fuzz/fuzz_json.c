@@ -155,7 +155,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	chat = data[0] & 1;
-	ctx = (struct strata_api_ctx){ g_chats[(data[0] >> 1) % 4], &defaults, 512 };
+	ctx = (struct strata_api_ctx){ g_chats[(data[0] >> 1) % 4], &defaults, 512,
+				       STRATA_TOOLS_TAGGED, 0 };
 	if (chat && (data[0] & 0x60)) {
 		cJSON *root, *conv = NULL;
 
