@@ -85,6 +85,8 @@ struct strata_config {
 	uint32_t serve_max_body;/* max_body = BYTES (--max-body): larger bodies get 413 */
 	char *serve_chat_template; /* chat_template = auto|chatml|glm4|llama3|plain|JINJA (--chat-template) */
 	char *serve_chat_template_file; /* chat_template_file = FILE (--chat-template-file) */
+	char *serve_cors_origins;  /* cors_origins = LIST (--cors-origins): CORS, or "*" */
+	char *serve_allowed_hosts; /* allowed_hosts = LIST (--allowed-hosts): with no API key */
 	uint32_t serve_checkpoints; /* checkpoints = N (--checkpoints): turn checkpoints kept; 0 = off */
 
 	/* everything from plugin sections, see above */

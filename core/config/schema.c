@@ -122,6 +122,12 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("serve", "chat_template_file", PATH, serve_chat_template_file, 0, 0, 0, NULL, NULL,
 	  "--chat-template-file", "FILE", NULL, "read the chat template (Jinja) from FILE; wins "
 	  "over chat_template"),
+	K("serve", "cors_origins", STR, serve_cors_origins, 0, 0, 0, NULL, NULL, "--cors-origins",
+	  "LIST", NULL, "origins whose web pages may call the server (CORS), comma-separated, "
+	  "or *; unset = none"),
+	K("serve", "allowed_hosts", STR, serve_allowed_hosts, 0, 0, 0, NULL, NULL,
+	  "--allowed-hosts", "LIST", NULL, "Host names answered besides loopback ones when "
+	  "there is no API key, comma-separated, or *"),
 	K("serve", "checkpoints", UINT32, serve_checkpoints, 0, 1024, 0, "8", NULL,
 	  "--checkpoints", "N", NULL,
 	  "turn checkpoints kept to resume follow-up prompts (LRU); 0 = read every prompt whole"),

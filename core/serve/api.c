@@ -315,6 +315,8 @@ static const char *error_type(unsigned status)
 	switch (status) {
 	case 401:
 		return "authentication_error";
+	case 403:
+		return "permission_error";
 	case 404:
 		return "not_found_error";
 	case 503:

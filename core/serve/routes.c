@@ -43,6 +43,7 @@ enum MHD_Result strata_reply(struct strata_server *s, struct MHD_Connection *con
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	strata_serve_headers(s, conn, r, status);
 	if (status == 401)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 	if (allow)
@@ -248,6 +249,7 @@ static enum MHD_Result reply_stream(struct strata_server *s, struct MHD_Connecti
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	strata_serve_headers(s, conn, r, 200);
 	rc = MHD_queue_response(conn, 200, r);
 	MHD_destroy_response(r);
 	strata_metrics_status(&s->metrics, 200);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "serve/access.h"
 #include "serve/api.h"
 #include "serve/buf.h"
 #include "serve/chat.h"
@@ -70,6 +71,7 @@ struct strata_server {
 	struct MHD_Daemon *mhd;
 	uint16_t port;
 	char *api_key;                 /* NULL: no auth */
+	struct strata_access access;   /* Host, Origin and CORS */
 	size_t max_body;
 	uint32_t queue_max;
 	struct strata_chat *chat;      /* the chat template */
@@ -96,6 +98,12 @@ struct strata_server {
 };
 
 double strata_serve_now_ms(void);
+
+/* The headers every response gets: CORS for an allowed Origin, Retry-After on 503. */
+struct MHD_Connection;
+struct MHD_Response;
+void strata_serve_headers(struct strata_server *s, struct MHD_Connection *conn,
+			  struct MHD_Response *r, unsigned status);
 
 /*
  * A job for req (taken over: req is zeroed) and its prompt tokens (taken

@@ -91,6 +91,56 @@ static const struct strata_route *find_route(const char *url, const char *method
 	return NULL;
 }
 
+void strata_serve_headers(struct strata_server *s, struct MHD_Connection *conn,
+			  struct MHD_Response *r, unsigned status)
+{
+	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	const char *allow = strata_access_cors(&s->access, origin);
+
+	if (allow) {
+		MHD_add_response_header(r, "Access-Control-Allow-Origin", allow);
+		MHD_add_response_header(r, "Vary", "Origin");
+	}
+	if (status == 503) {
+		char secs[16];
+		unsigned waiting;
+
+		pthread_mutex_lock(&s->lock);
+		waiting = s->n_waiting;
+		pthread_mutex_unlock(&s->lock);
+		/* a turn each for those ahead: a guess, but one a client can back off by */
+		snprintf(secs, sizeof(secs), "%u", waiting < 1 ? 1 : waiting > 60 ? 60 : waiting);
+		MHD_add_response_header(r, "Retry-After", secs);
+	}
+}
+
+/* A CORS preflight (OPTIONS): answered before any key, which browsers never send with it. */
+static enum MHD_Result preflight(struct strata_server *s, struct MHD_Connection *conn)
+{
+	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	const char *want = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						       "Access-Control-Request-Headers");
+	struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"",
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result rc;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST, OPTIONS");
+	if (strata_access_cors(&s->access, origin)) {
+		MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+		MHD_add_response_header(r, "Access-Control-Allow-Headers",
+					want ? want : "authorization, content-type, x-api-key, "
+						      "anthropic-version");
+		MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+	}
+	strata_serve_headers(s, conn, r, 204);
+	rc = MHD_queue_response(conn, 204, r);
+	MHD_destroy_response(r);
+	strata_metrics_status(&s->metrics, 204);
+	return rc;
+}
+
 /* What the first call of a request decides from its headers alone; MHD_YES to read on. */
 static enum MHD_Result first_call(struct strata_server *s, struct MHD_Connection *conn,
 				  const char *url, const char *method, struct conn_ctx *c)
@@ -99,6 +149,13 @@ static enum MHD_Result first_call(struct strata_server *s, struct MHD_Connection
 	const char *cl;
 	char msg[320];
 
+	if (strata_access_check(&s->access,
+				MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
+				MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"), msg,
+				sizeof(msg)))
+		return strata_reply_error(s, conn, 403, msg, NULL);
+	if (!strcmp(method, "OPTIONS"))
+		return preflight(s, conn);
 	if (!authorized(s, conn))
 		return strata_reply_error(s, conn, 401, "invalid or missing API key: send "
 					  "'Authorization: Bearer KEY'", NULL);
@@ -300,6 +357,9 @@ static int server_init(struct strata_engine *e, struct strata_server *s)
 	atomic_init(&s->stopping, 0);
 	if (key && !(s->api_key = strdup(key)))
 		return -ENOMEM;
+	if ((rc = strata_access_init(&s->access, c->serve_cors_origins, c->serve_allowed_hosts,
+				     key != NULL)))
+		return rc;
 	if ((rc = strata_metrics_init(&s->metrics)))
 		return rc;
 	pthread_mutex_init(&s->lock, NULL);
@@ -321,6 +381,7 @@ int strata_serve_start(struct strata_engine *e, struct strata_server **out)
 		if (s) {
 			free(s->api_key);
 			strata_chat_free(s->chat);
+			strata_access_free(&s->access);
 		}
 		free(s);
 		return s ? rc : -ENOMEM;
@@ -374,6 +435,7 @@ void strata_serve_stop(struct strata_server *s)
 	strata_vtrie_free(s->vtrie);
 	strata_metrics_destroy(&s->metrics);
 	strata_chat_free(s->chat);
+	strata_access_free(&s->access);
 	free(s->api_key);
 	free(s);
 }
