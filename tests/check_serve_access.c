@@ -4,7 +4,8 @@
  * loopback Host names (and [serve] allowed_hosts) and no foreign page's
  * Origin; CORS off until [serve] cors_origins, then preflights answered
  * before any key and the allowed origin echoed on every answer (errors too);
- * with a key the guard steps aside; a 503 says when to retry.
+ * with a key the guard steps aside; a 503 says when to retry; the web app's
+ * files are public and nothing outside its folder is.
  */
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -186,6 +187,43 @@ START_TEST(retry_after)
 }
 END_TEST
 
+/* The web app: its pages and files without the key (the page sends the key
+ * itself), under a CSP; only plain names in its folder; the API still asks. */
+START_TEST(web_app)
+{
+	const char *extra[] = { "--web-dir", STRATA_SRC "/web" };
+	struct resp r;
+
+	setenv("STRATA_API_KEY", "sk-web", 1);
+	start_server(extra, 2);
+	unsetenv("STRATA_API_KEY");
+	raw("GET", "/", "127.0.0.1", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_nonnull(strcasestr(r.head, "Content-Type: text/html; charset=utf-8"));
+	ck_assert_ptr_nonnull(strcasestr(r.head, "Content-Security-Policy: default-src 'self'"));
+	ck_assert_ptr_nonnull(strstr(r.body.p, "<title>strata - chat</title>"));
+	resp_free(&r);
+	raw("GET", "/static/app.js", "127.0.0.1", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_nonnull(strcasestr(r.head, "Content-Type: text/javascript"));
+	resp_free(&r);
+	ck_assert_int_eq(status("GET", "/monitor", "127.0.0.1", NULL), 200);
+	ck_assert_int_eq(status("GET", "/static/style.css", "127.0.0.1", NULL), 200);
+	ck_assert_int_eq(status("HEAD", "/", "127.0.0.1", NULL), 200);
+	raw("GET", "/static/nothing.js", "127.0.0.1", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 404);
+	ck_assert_ptr_nonnull(strstr(r.body.p, "web_dir"));
+	resp_free(&r);
+	ck_assert_int_eq(status("GET", "/static/..%2fstrata.ini", "127.0.0.1", NULL), 404);
+	ck_assert_int_eq(status("GET", "/static/../../strata.ini", "127.0.0.1", NULL), 404);
+	ck_assert_int_eq(status("GET", "/static/.hidden", "127.0.0.1", NULL), 404);
+	ck_assert_int_eq(status("GET", "/static/", "127.0.0.1", NULL), 404);
+	ck_assert_int_eq(status("POST", "/", "127.0.0.1", NULL), 405);
+	ck_assert_int_eq(status("POST", "/v1/completions", "127.0.0.1", NULL), 401);
+	stop_server();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("serve_access");
@@ -206,6 +244,7 @@ int main(void)
 	tcase_add_test(tc, cors);
 	tcase_add_test(tc, with_key);
 	tcase_add_test(tc, retry_after);
+	tcase_add_test(tc, web_app);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

@@ -87,6 +87,7 @@ struct strata_config {
 	char *serve_chat_template_file; /* chat_template_file = FILE (--chat-template-file) */
 	char *serve_cors_origins;  /* cors_origins = LIST (--cors-origins): CORS, or "*" */
 	char *serve_allowed_hosts; /* allowed_hosts = LIST (--allowed-hosts): with no API key */
+	char *serve_web_dir;       /* web_dir = DIR (--web-dir): the web app's files */
 	uint32_t serve_checkpoints; /* checkpoints = N (--checkpoints): turn checkpoints kept; 0 = off */
 
 	/* everything from plugin sections, see above */

@@ -128,6 +128,8 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("serve", "allowed_hosts", STR, serve_allowed_hosts, 0, 0, 0, NULL, NULL,
 	  "--allowed-hosts", "LIST", NULL, "Host names answered besides loopback ones when "
 	  "there is no API key, comma-separated, or *"),
+	K("serve", "web_dir", PATH, serve_web_dir, 0, 0, 0, NULL, NULL, "--web-dir", "DIR", NULL,
+	  "the web app's files (served at /); unset = web/ beside the strata executable"),
 	K("serve", "checkpoints", UINT32, serve_checkpoints, 0, 1024, 0, "8", NULL,
 	  "--checkpoints", "N", NULL,
 	  "turn checkpoints kept to resume follow-up prompts (LRU); 0 = read every prompt whole"),

@@ -21,6 +21,8 @@
 #include "serve/textout.h"
 
 struct MHD_Daemon;
+struct MHD_Connection;
+enum MHD_Result;
 
 /* A control token whose text the message parser must see ("<|python_tag|>"). */
 struct strata_marker {
@@ -72,6 +74,7 @@ struct strata_server {
 	uint16_t port;
 	char *api_key;                 /* NULL: no auth */
 	struct strata_access access;   /* Host, Origin and CORS */
+	char *web_dir;                 /* the web app's files, or NULL */
 	size_t max_body;
 	uint32_t queue_max;
 	struct strata_chat *chat;      /* the chat template */
@@ -98,6 +101,15 @@ struct strata_server {
 };
 
 double strata_serve_now_ms(void);
+
+/* static.c: the web app.  The folder of [serve] web_dir, else web/ beside the executable. */
+char *strata_static_dir(const char *setting);
+/* Warn once, at start, when that folder holds no web app. */
+void strata_static_check(const struct strata_server *s);
+/* Is url one of the web app's (/, /monitor, /static/...)? */
+int strata_static_route(const char *url);
+enum MHD_Result strata_static_reply(struct strata_server *s, struct MHD_Connection *conn,
+				    const char *url, const char *method);
 
 /* The headers every response gets: CORS for an allowed Origin, Retry-After on 503. */
 struct MHD_Connection;

@@ -156,6 +156,8 @@ static enum MHD_Result first_call(struct strata_server *s, struct MHD_Connection
 		return strata_reply_error(s, conn, 403, msg, NULL);
 	if (!strcmp(method, "OPTIONS"))
 		return preflight(s, conn);
+	if (strata_static_route(url)) /* the pages themselves need no key: they ask for it */
+		return strata_static_reply(s, conn, url, method);
 	if (!authorized(s, conn))
 		return strata_reply_error(s, conn, 401, "invalid or missing API key: send "
 					  "'Authorization: Bearer KEY'", NULL);
@@ -360,6 +362,7 @@ static int server_init(struct strata_engine *e, struct strata_server *s)
 	if ((rc = strata_access_init(&s->access, c->serve_cors_origins, c->serve_allowed_hosts,
 				     key != NULL)))
 		return rc;
+	s->web_dir = strata_static_dir(c->serve_web_dir);
 	if ((rc = strata_metrics_init(&s->metrics)))
 		return rc;
 	pthread_mutex_init(&s->lock, NULL);
@@ -382,6 +385,7 @@ int strata_serve_start(struct strata_engine *e, struct strata_server **out)
 			free(s->api_key);
 			strata_chat_free(s->chat);
 			strata_access_free(&s->access);
+			free(s->web_dir);
 		}
 		free(s);
 		return s ? rc : -ENOMEM;
@@ -436,6 +440,7 @@ void strata_serve_stop(struct strata_server *s)
 	strata_metrics_destroy(&s->metrics);
 	strata_chat_free(s->chat);
 	strata_access_free(&s->access);
+	free(s->web_dir);
 	free(s->api_key);
 	free(s);
 }
@@ -465,6 +470,7 @@ int strata_serve_run(struct strata_engine *e)
 		    strata_engine_model_name(e), e->cfg.serve_host ? e->cfg.serve_host : "127.0.0.1",
 		    s->port, strata_chat_origin(s->chat), s->queue_max,
 		    s->api_key ? ", API key required" : "");
+	strata_static_check(s);
 	while (sem_wait(&g_stop) != 0 && errno == EINTR)
 		;
 	strata_info("serve: stopping");
