@@ -97,6 +97,15 @@ struct strata_gen_params {
 	 * call, which returns -ECANCELED without logging.  May be NULL.
 	 */
 	int (*cancel)(void *user);
+	/*
+	 * Called (with the callback's user pointer) before each token is
+	 * sampled, with the n_vocab logits it is sampled from, which it may
+	 * change in place (a mask, penalties); they are the engine's scratch for
+	 * this step and stay as left until the token callback has run.
+	 * Non-zero ends the generation as a token callback's non-zero does.
+	 * May be NULL.
+	 */
+	int (*logits)(void *user, float *logits, int32_t n_vocab);
 };
 
 /* p = the configuration's [run] settings (n_predict, temp, top_k, ..., seed). */
@@ -116,6 +125,29 @@ const char *strata_engine_model_name(const struct strata_engine *e);
 uint32_t strata_engine_n_ctx(const struct strata_engine *e);
 /* The GGUF key tokenizer.chat_template (a Jinja text), or NULL.  Owned by e. */
 const char *strata_engine_chat_template(const struct strata_engine *e);
+
+/* Tokens in the vocabulary (ids are 0 .. n - 1). */
+int32_t strata_engine_n_vocab(const struct strata_engine *e);
+/* The vocabulary's BOS and EOS ids; -1 when it has none. */
+int32_t strata_engine_token_bos(const struct strata_engine *e);
+int32_t strata_engine_token_eos(const struct strata_engine *e);
+/* 1 when token id ends a generation (EOS, end of turn, ...). */
+int strata_engine_token_is_eog(const struct strata_engine *e, int32_t id);
+/* The text of token id as the vocabulary stores it ("<|im_start|>"); NULL out of range. */
+const char *strata_engine_token_text(const struct strata_engine *e, int32_t id);
+/*
+ * The bytes token id adds to a generated text (what the token callback's
+ * piece holds; "" for a control token), at most cap into buf, no NUL;
+ * returns the full length like snprintf, or -EINVAL out of range.
+ */
+int strata_engine_token_piece(const struct strata_engine *e, int32_t id, char *buf, size_t cap);
+/*
+ * The text of n ids (control tokens written as their text when special is
+ * non-zero, else left out) into buf, at most cap bytes and no NUL; returns
+ * the full length like snprintf, or -EINVAL for an id out of range.
+ */
+int strata_engine_detokenize(const struct strata_engine *e, const int32_t *ids, size_t n,
+			     int special, char *buf, size_t cap);
 
 /*
  * strata_generate() with per-call parameters: a sampler is made from p for

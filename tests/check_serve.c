@@ -6,8 +6,8 @@
  * one).  Greedy answers are compared with what the `strata` command generates
  * for the same rendered prompt, streamed answers with whole ones, and every
  * error path with its status and JSON error body, the server answering
- * /health after each.  The chat templates and the stop-string filter are
- * also checked on their own.
+ * /health after each.  The stop-string filter is also checked on its own (the
+ * chat templates are in check_serve_chat.c).
  */
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -135,54 +135,20 @@ static void cli_generate(const char *prompt, int n, char *text, size_t cap, int 
 				n_prompt, n_gen), 2);
 }
 
-/* ---- units: chat templates and the stop-string filter ------------------------------ */
+/* ---- units: the stop-string filter --------------------------------------------------- */
 
-START_TEST(chat_templates)
+/* The plain transcript of n messages, as the server renders them for stories260K. */
+static void render_plain(const struct strata_chat_msg *m, size_t n, char **out, size_t *len)
 {
-	static const struct strata_chat_msg m[] = {
-		{ "system", "Be brief.", 9 }, { "user", " Hi ", 4 },
-		{ "assistant", "Hello.", 6 }, { "user", "Why?", 4 },
-	};
-	static const struct {
-		enum strata_chat_fmt fmt;
-		const char *want;
-	} cases[] = {
-		{ STRATA_CHAT_CHATML, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi "
-		  "<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nWhy?"
-		  "<|im_end|>\n<|im_start|>assistant\n" },
-		{ STRATA_CHAT_GLM4, "[gMASK]<sop><|system|>\nBe brief.<|user|>\n Hi <|assistant|>\n"
-		  "Hello.<|user|>\nWhy?<|assistant|>" },
-		{ STRATA_CHAT_LLAMA3, "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
-		  "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>"
-		  "assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user"
-		  "<|end_header_id|>\n\nWhy?<|eot_id|><|start_header_id|>assistant"
-		  "<|end_header_id|>\n\n" },
-		{ STRATA_CHAT_PLAIN, "System: Be brief.\nUser:  Hi \nAssistant: Hello.\nUser: Why?\n"
-		  "Assistant:" },
-	};
-	struct strata_chat_msg bad = { "tool", "x", 1 };
-	char *out;
-	size_t len;
+	struct strata_chat_opts o = { .setting = "plain", .bos = "<s>", .eos = "</s>",
+				      .tokenizer_adds_bos = 1 };
+	struct strata_tmpl_err err;
+	struct strata_chat *c;
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ck_assert_int_eq(strata_chat_render(cases[i].fmt, m, 4, &out, &len), 0);
-		ck_assert_str_eq(out, cases[i].want);
-		ck_assert_uint_eq(len, strlen(cases[i].want));
-		free(out);
-	}
-	ck_assert_int_eq(strata_chat_render(STRATA_CHAT_CHATML, &bad, 1, &out, &len), -EINVAL);
-	/* Pieces of the real templates (Qwen3, GLM-4.5, Llama-3.1), and none. */
-	ck_assert_int_eq(strata_chat_detect("{%- for message in messages %}{{- '<|im_start|>' + "
-					    "message.role + '\\n' }}"), STRATA_CHAT_CHATML);
-	ck_assert_int_eq(strata_chat_detect("[gMASK]<sop>{%- for m in messages %}<|{{ m.role }}|>"),
-			 STRATA_CHAT_GLM4);
-	ck_assert_int_eq(strata_chat_detect("{{- bos_token }}{{- '<|start_header_id|>' + "
-					    "message['role'] + '<|end_header_id|>\\n\\n' }}"),
-			 STRATA_CHAT_LLAMA3);
-	ck_assert_int_eq(strata_chat_detect("{{ messages }}"), STRATA_CHAT_PLAIN);
-	ck_assert_int_eq(strata_chat_detect(NULL), STRATA_CHAT_PLAIN);
+	ck_assert_int_eq(strata_chat_create(&o, &c), 0);
+	ck_assert_int_eq(strata_chat_render_msgs(c, m, n, out, len, &err), 0);
+	strata_chat_free(c);
 }
-END_TEST
 
 /* Feed pieces; the released text (NUL-terminated) and whether a stop matched. */
 static int feed_all(char *const *stop, size_t n_stop, const char *const *pieces, size_t n,
@@ -337,7 +303,7 @@ START_TEST(greedy_matches_cli)
 
 	start_server(NULL, 0);
 	/* Chat: the same rendered prompt through the strata command. */
-	ck_assert_int_eq(strata_chat_render(STRATA_CHAT_PLAIN, &m, 1, &prompt, &plen), 0);
+	render_plain(&m, 1, &prompt, &plen);
 	cli_generate(prompt, 40, cli, sizeof(cli), &n_prompt, &n_gen);
 	http("POST", "/v1/chat/completions", NULL, "{\"model\":\"x\",\"messages\":[{\"role\":"
 	     "\"user\",\"content\":\"Tell me a story about a cat.\"}],\"max_tokens\":40,"
@@ -445,7 +411,7 @@ START_TEST(checkpoint_turns)
 	j = json_of(&r);
 	n2 = int_at(j, AT(j, "usage", "prompt_tokens"), "usage");
 	ck_assert_int_gt(n2, n1);
-	ck_assert_int_eq(strata_chat_render(STRATA_CHAT_PLAIN, m, 3, &prompt, &plen), 0);
+	render_plain(m, 3, &prompt, &plen);
 	cli_generate(prompt, 30, cli, sizeof(cli), &n_prompt, &n_gen);
 	ck_assert_int_eq(n_prompt, n2);
 	ck_assert_str_eq(str_at(j, AT(j, "choices", "0", "message", "content"), "content"), cli);
@@ -560,7 +526,7 @@ START_TEST(bad_requests)
 	post_expect(CHAT, "{\"max_tokens\":5}", 400, "messages");
 	post_expect(CHAT, "{\"messages\":\"hi\"}", 400, "messages");
 	post_expect(CHAT, "{\"messages\":[{\"role\":5,\"content\":\"x\"}]}", 400, "messages[0].role");
-	post_expect(CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"tool\","
+	post_expect(CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"robot\","
 		    "\"content\":\"x\"}]}", 400, "messages[1].role");
 	post_expect(CHAT, "{\"messages\":[{\"role\":\"user\"}]}", 400, "messages[0].content");
 	post_expect(CMPL, "{}", 400, "prompt");
@@ -882,7 +848,6 @@ int main(void)
 	int failed;
 
 	g_model = tu_shared("models/stories260K.gguf");
-	tcase_add_test(unit, chat_templates);
 	tcase_add_test(unit, textout_filter);
 	suite_add_tcase(su, unit);
 	if (g_model) {

@@ -207,25 +207,38 @@ static char *filler(struct strata_engine *e, int want)
 	return t;
 }
 
-/* Render messages in fmt and tokenize as the server does. */
-static int chat_tokens(struct strata_engine *e, enum strata_chat_fmt fmt,
+/* Render messages with the template and tokenize as the server does. */
+static int chat_tokens(struct strata_engine *e, const struct strata_chat *tmpl,
 		       const struct strata_chat_msg *m, size_t n, int32_t **ids)
 {
+	struct strata_tmpl_err err;
 	char *text;
 	size_t len;
-	int rc = strata_chat_render(fmt, m, n, &text, &len);
+	int rc = strata_chat_render_msgs(tmpl, m, n, &text, &len, &err);
 
-	if (rc)
+	if (rc) {
+		fprintf(stderr, "strata-bench-serve: the chat template failed: %s\n", err.msg);
 		return rc;
+	}
 	rc = strata_engine_tokenize(e, text, len,
 				    STRATA_TOKENIZE_ADD_BOS | STRATA_TOKENIZE_PARSE_SPECIAL, ids);
 	free(text);
 	return rc;
 }
 
-static enum strata_chat_fmt model_fmt(struct strata_engine *e)
+/* The server's template for e ("auto": the model's, else plain), or a built-in by name. */
+static struct strata_chat *open_chat(struct strata_engine *e, const char *setting)
 {
-	return strata_chat_detect(strata_engine_chat_template(e));
+	int32_t bos = strata_engine_token_bos(e), *ids = NULL;
+	struct strata_chat_opts o = { .setting = setting, .model = strata_engine_chat_template(e),
+				      .bos = bos >= 0 ? strata_engine_token_text(e, bos) : "",
+				      .eos = "" };
+	struct strata_chat *c;
+	int n = strata_engine_tokenize(e, "", 0, STRATA_TOKENIZE_ADD_BOS, &ids);
+
+	o.tokenizer_adds_bos = n > 0 && ids[0] == bos;
+	free(ids);
+	return strata_chat_create(&o, &c) ? NULL : c;
 }
 
 /* ---- scenarios ------------------------------------------------------------------------ */
@@ -239,25 +252,29 @@ static int bench_first(const struct opts *o, FILE *csv)
 		{ .scenario = "first-token", .e = make_engine(o, "1024", win, 4, 0) },
 		{ .scenario = "first-token", .e = make_engine(o, "1024", bat, 4, 0) },
 	};
-	enum strata_chat_fmt fmts[2];
+	struct strata_chat *tmpls[2] = { NULL, NULL };
 	int rc = 0;
 
 	if (!c[0].e || !c[1].e)
 		return -EINVAL;
-	fmts[0] = model_fmt(c[0].e);
-	fmts[1] = STRATA_CHAT_CHATML;
-	for (int f = 0; f < (fmts[0] == fmts[1] ? 1 : 2) && !rc; f++) {
-		static char names[4][80];
+	tmpls[0] = open_chat(c[0].e, "auto");
+	tmpls[1] = open_chat(c[0].e, "chatml");
+	if (!tmpls[0] || !tmpls[1])
+		rc = -EINVAL;
+	for (int f = 0; f < 2 && !rc; f++) {
+		static char names[4][96];
 		int32_t *ids = NULL;
-		int n = chat_tokens(c[0].e, fmts[f], &hi, 1, &ids);
+		int n = chat_tokens(c[0].e, tmpls[f], &hi, 1, &ids);
 		double ms;
 		struct strata_stats st;
 
-		if (n < 0)
-			return n;
+		if (n < 0) {
+			rc = n;
+			break;
+		}
 		for (int k = 0; k < 2; k++) {
 			snprintf(names[2 * f + k], sizeof(names[0]), "\"hi\" %s, short-read %s",
-				 strata_chat_fmt_name(fmts[f]), k ? "0" : "64");
+				 strata_chat_origin(tmpls[f]), k ? "0" : "64");
 			c[k].name = names[2 * f + k];
 			c[k].n = 0;
 			generate(c[k].e, ids, (uint32_t)n, 1, &ms, &st, NULL, 0); /* warm-up */
@@ -269,6 +286,8 @@ static int bench_first(const struct opts *o, FILE *csv)
 			report(csv, &c[k]);
 		free(ids);
 	}
+	strata_chat_free(tmpls[0]);
+	strata_chat_free(tmpls[1]);
 	strata_engine_free(c[0].e);
 	strata_engine_free(c[1].e);
 	return rc;
@@ -296,16 +315,19 @@ static int bench_follow(const struct opts *o, FILE *csv)
 		{ "user", "What is the document about?", 27 }, { "assistant", NULL, 0 },
 		{ "user", NULL, 0 },
 	};
-	enum strata_chat_fmt fmt;
+	struct strata_chat *fmt;
 	char *doc;
 	int rc = 0;
 
 	if (!c[0].e || !c[1].e)
 		return -EINVAL;
-	fmt = model_fmt(c[0].e);
+	if (!(fmt = open_chat(c[0].e, "auto")))
+		return -EINVAL;
 	doc = filler(c[0].e, 5000);
-	if (!doc)
+	if (!doc) {
+		strata_chat_free(fmt);
 		return -ENOMEM;
+	}
 	m[0].content = doc;
 	m[0].len = strlen(doc);
 	for (size_t q = 0; q < sizeof(q2) / sizeof(q2[0]) && !rc; q++) {
@@ -357,6 +379,7 @@ static int bench_follow(const struct opts *o, FILE *csv)
 		free(t2);
 	}
 	free(doc);
+	strata_chat_free(fmt);
 	strata_engine_free(c[0].e);
 	strata_engine_free(c[1].e);
 	return rc;

@@ -6,7 +6,10 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev libpcre2-dev
-      libmicrohttpd-dev libcjson-dev libutf8proc-dev)
+      libmicrohttpd-dev libcjson-dev libutf8proc-dev
+      python3-jinja2  # the reference renderer check_tmpl_oracle holds core/tmpl against
+      chromium)       # the browser tests/web/browser.test.mjs drives (node >= 20 and npm
+                      # are expected from the system; tools/test.sh installs the npm packages)
 # GCC's ASan/UBSan/TSan runtimes come with build-essential (libgcc-12-dev);
 # libFuzzer is clang's, in Debian 12's compiler-rt package.
 if [ "${1:-}" = --fuzz ]; then

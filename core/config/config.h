@@ -87,7 +87,11 @@ struct strata_config {
 	char *serve_api_key;    /* api_key = KEY (INI/environment only, also STRATA_API_KEY) */
 	uint32_t serve_queue;   /* queue = N (--queue): requests that may wait; more get 503 */
 	uint32_t serve_max_body;/* max_body = BYTES (--max-body): larger bodies get 413 */
-	int serve_chat_template;/* chat_template = auto|chatml|glm4|llama3|plain (--chat-template) */
+	char *serve_chat_template; /* chat_template = auto|chatml|glm4|llama3|plain|JINJA (--chat-template) */
+	char *serve_chat_template_file; /* chat_template_file = FILE (--chat-template-file) */
+	char *serve_cors_origins;  /* cors_origins = LIST (--cors-origins): CORS, or "*" */
+	char *serve_allowed_hosts; /* allowed_hosts = LIST (--allowed-hosts): with no API key */
+	char *serve_web_dir;       /* web_dir = DIR (--web-dir): the web app's files */
 	uint32_t serve_checkpoints; /* checkpoints = N (--checkpoints): turn checkpoints kept; 0 = off */
 
 	/* everything from plugin sections, see above */

@@ -120,9 +120,21 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	  NULL, "requests that may wait while one generates; more get 503"),
 	K("serve", "max_body", UINT32, serve_max_body, 1, UMAX, 0, "1048576", NULL, "--max-body",
 	  "BYTES", NULL, "largest request body; a larger one gets 413"),
-	K("serve", "chat_template", CHOICE, serve_chat_template, 0, 0, 0, "auto", NULL,
-	  "--chat-template", "auto|chatml|glm4|llama3|plain",
-	  NULL, "chat format; auto = recognise the model's tokenizer.chat_template"),
+	K("serve", "chat_template", STR, serve_chat_template, 0, 0, 0, "auto", NULL,
+	  "--chat-template", "auto|chatml|glm4|llama3|plain|JINJA",
+	  NULL, "chat template; auto = the model's tokenizer.chat_template (else plain), a "
+	  "built-in by name, or Jinja text"),
+	K("serve", "chat_template_file", PATH, serve_chat_template_file, 0, 0, 0, NULL, NULL,
+	  "--chat-template-file", "FILE", NULL, "read the chat template (Jinja) from FILE; wins "
+	  "over chat_template"),
+	K("serve", "cors_origins", STR, serve_cors_origins, 0, 0, 0, NULL, NULL, "--cors-origins",
+	  "LIST", NULL, "origins whose web pages may call the server (CORS), comma-separated, "
+	  "or *; unset = none"),
+	K("serve", "allowed_hosts", STR, serve_allowed_hosts, 0, 0, 0, NULL, NULL,
+	  "--allowed-hosts", "LIST", NULL, "Host names answered besides loopback ones when "
+	  "there is no API key, comma-separated, or *"),
+	K("serve", "web_dir", PATH, serve_web_dir, 0, 0, 0, NULL, NULL, "--web-dir", "DIR", NULL,
+	  "the web app's files (served at /); unset = web/ beside the strata executable"),
 	K("serve", "checkpoints", UINT32, serve_checkpoints, 0, 1024, 0, "8", NULL,
 	  "--checkpoints", "N", NULL,
 	  "turn checkpoints kept to resume follow-up prompts (LRU); 0 = read every prompt whole"),

@@ -377,6 +377,7 @@ struct gen_run {
 	struct strata_sampler *smp;
 	strata_token_fn fn;
 	void *user;
+	int (*logits)(void *user, float *logits, int32_t n_vocab); /* before sampling, or NULL */
 };
 
 static int check_prompt(const struct strata_engine *e, uint32_t n_prompt)
@@ -453,6 +454,10 @@ static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct str
 
 		if (r->n_predict >= 0 && n_gen >= (uint32_t)r->n_predict)
 			break;
+		if (r->logits && r->logits(r->user, e->logits, (int32_t)e->model->hp.n_vocab)) {
+			finish = STRATA_FINISH_CALLER;
+			break;
+		}
 		tok = strata_sampler_sample(r->smp, e->logits);
 		if (strata_tokenizer_is_eog(e->tok, tok)) {
 			finish = STRATA_FINISH_EOG;
@@ -576,7 +581,7 @@ int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t 
 	};
 	struct gen_run r = {
 		.prompt = prompt, .n_prompt = n_prompt, .n_predict = p->n_predict,
-		.fn = fn, .user = user,
+		.fn = fn, .user = user, .logits = p->logits,
 	};
 	int rc;
 
@@ -620,4 +625,43 @@ uint32_t strata_engine_n_ctx(const struct strata_engine *e)
 const char *strata_engine_chat_template(const struct strata_engine *e)
 {
 	return e->chat_template;
+}
+
+/* ---- the vocabulary, for servers ----------------------------------------------------- */
+
+int32_t strata_engine_n_vocab(const struct strata_engine *e)
+{
+	return strata_tokenizer_n_vocab(e->tok);
+}
+
+int32_t strata_engine_token_bos(const struct strata_engine *e)
+{
+	return strata_tokenizer_bos(e->tok);
+}
+
+int32_t strata_engine_token_eos(const struct strata_engine *e)
+{
+	return strata_tokenizer_eos(e->tok);
+}
+
+int strata_engine_token_is_eog(const struct strata_engine *e, int32_t id)
+{
+	return strata_tokenizer_is_eog(e->tok, id);
+}
+
+const char *strata_engine_token_text(const struct strata_engine *e, int32_t id)
+{
+	return strata_token_text(e->tok, id);
+}
+
+int strata_engine_token_piece(const struct strata_engine *e, int32_t id, char *buf, size_t cap)
+{
+	return strata_token_to_piece(e->tok, id, buf, cap);
+}
+
+int strata_engine_detokenize(const struct strata_engine *e, const int32_t *ids, size_t n,
+			     int special, char *buf, size_t cap)
+{
+	return strata_detokenize(e->tok, ids, n, special ? STRATA_DETOK_UNPARSE_SPECIAL : 0, buf,
+				 cap);
 }

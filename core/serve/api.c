@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* strndup */
 /*
  * api.c - parsing OpenAI requests with cJSON, and writing the responses.
  *
@@ -16,14 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "serve/api_int.h"
 #include "serve/buf.h"
+#include "serve/grammar.h"
+#include "serve/steer.h"
 
 #define MAX_STOP 16
 
-static int fail(struct strata_api_err *err, const char *param, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#define fail api_fail
 
-static int fail(struct strata_api_err *err, const char *param, const char *fmt, ...)
+int api_fail(struct strata_api_err *err, const char *param, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -35,8 +38,10 @@ static int fail(struct strata_api_err *err, const char *param, const char *fmt, 
 	return -EINVAL;
 }
 
+#define field api_field
+
 /* A field that is absent or JSON null counts as not given. */
-static const cJSON *field(const cJSON *obj, const char *name)
+const cJSON *api_field(const cJSON *obj, const char *name)
 {
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(obj, name);
 
@@ -123,6 +128,32 @@ static int get_stop(const cJSON *obj, struct strata_api_req *r, struct strata_ap
 	return 0;
 }
 
+/*
+ * Chat: logprobs true/false and top_logprobs 0..20.  Completions (the
+ * legacy API): logprobs is the number of alternatives, 0..20 here.
+ */
+static int get_logprobs(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
+{
+	const cJSON *lp = field(root, "logprobs");
+	double top = 0;
+	int rc;
+
+	if (!r->chat) {
+		if ((rc = get_int(root, "logprobs", 0, STRATA_MAX_TOP_LOGPROBS, &top, err)))
+			return rc;
+		r->logprobs = lp != NULL;
+		r->top_logprobs = (int)top;
+		return 0;
+	}
+	if ((rc = get_bool(root, "logprobs", &r->logprobs, err)) ||
+	    (rc = get_int(root, "top_logprobs", 0, STRATA_MAX_TOP_LOGPROBS, &top, err)))
+		return rc;
+	if (field(root, "top_logprobs") && !r->logprobs)
+		return fail(err, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+	r->top_logprobs = (int)top;
+	return 0;
+}
+
 /* The sampling and length fields both endpoints share. */
 static int get_common(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
 {
@@ -153,136 +184,41 @@ static int get_common(const cJSON *root, struct strata_api_req *r, struct strata
 	if (field(root, "seed"))
 		p->seed = seed < 0 ? UINT64_MAX : (uint64_t)seed;
 	if ((rc = get_int(root, "n", 1, 1, &n, err)) ||
-	    (rc = get_bool(root, "stream", &r->stream, err)))
+	    (rc = get_bool(root, "stream", &r->stream, err)) ||
+	    (rc = get_number(root, "presence_penalty", -2, 2, 0, &r->presence, err)) ||
+	    (rc = get_number(root, "frequency_penalty", -2, 2, 0, &r->frequency, err)) ||
+	    (rc = get_logprobs(root, r, err)))
 		return rc;
 	return get_stop(root, r, err);
 }
 
-/* A message's content: a string, or an array of {"type":"text","text":...} parts. */
-static int get_content(const cJSON *msg, int i, struct strata_buf *text, struct strata_api_err *err)
-{
-	const cJSON *c = field(msg, "content"), *part;
-	char param[64];
-	int j = 0;
-
-	snprintf(param, sizeof(param), "messages[%d].content", i);
-	if (!c)
-		return fail(err, param, "'%s' is required", param);
-	if (cJSON_IsString(c)) {
-		strata_buf_puts(text, c->valuestring);
-		return 0;
-	}
-	if (!cJSON_IsArray(c))
-		return fail(err, param, "'%s' must be a string or an array of text parts", param);
-	cJSON_ArrayForEach(part, c) {
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
-
-		snprintf(param, sizeof(param), "messages[%d].content[%d]", i, j++);
-		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 ||
-		    !cJSON_IsString(t))
-			return fail(err, param, "'%s' must be {\"type\": \"text\", \"text\": string}",
-				    param);
-		strata_buf_puts(text, t->valuestring);
-	}
-	return 0;
-}
-
-static int render_messages(const cJSON *root, enum strata_chat_fmt fmt,
+/* The chat: messages checked and rendered by the template. */
+static int render_messages(const cJSON *root, const struct strata_api_ctx *ctx,
 			   struct strata_api_req *r, struct strata_api_err *err)
 {
-	const cJSON *msgs = field(root, "messages"), *m;
-	struct strata_chat_msg *cm = NULL;
-	struct strata_buf *texts = NULL;
-	int n, i = 0, rc = 0;
+	const struct strata_chat *tmpl = ctx->tmpl;
+	struct strata_chat_in in = { .add_generation_prompt = 1 };
+	cJSON *msgs;
+	int rc = api_response_format(root, r, err);
 
-	if (!msgs)
-		return fail(err, "messages", "'messages' is required");
-	if (!cJSON_IsArray(msgs) || (n = cJSON_GetArraySize(msgs)) == 0)
-		return fail(err, "messages", "'messages' must be a non-empty array");
-	cm = calloc((size_t)n, sizeof(*cm));
-	texts = calloc((size_t)n, sizeof(*texts));
-	if (!cm || !texts) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	cJSON_ArrayForEach(m, msgs) {
-		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-		char param[64];
-
-		snprintf(param, sizeof(param), "messages[%d].role", i);
-		if (!cJSON_IsObject(m)) {
-			snprintf(param, sizeof(param), "messages[%d]", i);
-			rc = fail(err, param, "'%s' must be an object", param);
-			goto out;
-		}
-		if (!cJSON_IsString(role)) {
-			rc = fail(err, param, "'%s' must be a string", param);
-			goto out;
-		}
-		cm[i].role = strcmp(role->valuestring, "developer") == 0 ? "system"
-								       : role->valuestring;
-		if ((rc = get_content(m, i, &texts[i], err)))
-			goto out;
-		if (texts[i].oom) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		cm[i].content = texts[i].p ? texts[i].p : "";
-		cm[i].len = texts[i].len;
-		i++;
-	}
-	rc = strata_chat_render(fmt, cm, (size_t)n, &r->prompt, &r->prompt_len);
-	if (rc == -EINVAL) {
-		char param[64];
-
-		for (i = 0; i < n; i++)
-			if (strcmp(cm[i].role, "system") && strcmp(cm[i].role, "user") &&
-			    strcmp(cm[i].role, "assistant"))
-				break;
-		snprintf(param, sizeof(param), "messages[%d].role", i);
-		rc = fail(err, param, "'%s' must be system, user or assistant (got '%s')", param,
-			  i < n ? cm[i].role : "?");
-	}
-out:
-	for (i = 0; texts && i < n; i++)
-		strata_buf_free(&texts[i]);
-	free(texts);
-	free(cm);
+	if (rc || (rc = api_tools(root, ctx, r, err)) || (rc = api_thinking(root, r, err)) ||
+	    (rc = api_messages(tmpl, root, &msgs, err)))
+		return rc;
+	in.messages = msgs;
+	in.tools = r->tools;
+	in.extra = r->tmpl_vars;
+	rc = api_render(tmpl, &in, &r->prompt, &r->prompt_len, err);
+	cJSON_Delete(msgs);
 	return rc;
 }
 
-static int get_prompt(const cJSON *root, struct strata_api_req *r, struct strata_api_err *err)
-{
-	const cJSON *p = field(root, "prompt");
-
-	if (!p)
-		return fail(err, "prompt", "'prompt' is required");
-	/* An array of one string is what many clients send for a single prompt. */
-	if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child))
-		p = p->child;
-	if (!cJSON_IsString(p))
-		return fail(err, "prompt", "'prompt' must be a string");
-	r->prompt = strdup(p->valuestring);
-	if (!r->prompt)
-		return -ENOMEM;
-	r->prompt_len = strlen(r->prompt);
-	return 0;
-}
-
-int strata_api_parse(const char *body, size_t len, int chat, enum strata_chat_fmt fmt,
-		     const struct strata_gen_params *defaults, struct strata_api_req *r,
-		     struct strata_api_err *err)
+int strata_api_body(const char *body, size_t len, cJSON **out, struct strata_api_err *err)
 {
 	const char *end = NULL;
 	cJSON *root;
-	int rc;
 
-	memset(r, 0, sizeof(*r));
 	memset(err, 0, sizeof(*err));
-	r->chat = chat;
-	r->max_tokens = -1;
-	r->gp = *defaults;
+	*out = NULL;
 	root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
 	/* Only white space may follow the value. */
 	while (root && end < body + len && strchr(" \t\r\n", *end) && *end)
@@ -293,13 +229,52 @@ int strata_api_parse(const char *body, size_t len, int chat, enum strata_chat_fm
 		cJSON_Delete(root);
 		return fail(err, NULL, "malformed JSON in the request body near byte %zu", at);
 	}
-	if (!cJSON_IsObject(root))
-		rc = fail(err, NULL, "the request body must be a JSON object");
-	else if ((rc = get_common(root, r, err)) == 0)
-		rc = chat ? render_messages(root, fmt, r, err) : get_prompt(root, r, err);
-	cJSON_Delete(root);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return fail(err, NULL, "the request body must be a JSON object");
+	}
+	/* cJSON ends a string at its NUL: the prompt would be cut there without a word. */
+	if (api_has_nul(body, len)) {
+		cJSON_Delete(root);
+		return fail(err, NULL, "a string in the request holds \\u0000 (NUL), which strata "
+			    "cannot pass to the model");
+	}
+	*out = root;
+	return 0;
+}
+
+int strata_api_parse_obj(const cJSON *root, int chat, const struct strata_api_ctx *ctx,
+			 struct strata_api_req *r, struct strata_api_err *err)
+{
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	memset(err, 0, sizeof(*err));
+	r->chat = chat;
+	r->max_tokens = -1;
+	r->think_budget = -1;
+	r->gp = *ctx->defaults;
+	if ((rc = api_check_fields(root, chat, err)) || (rc = get_common(root, r, err)) ||
+	    (rc = api_logit_bias(root, ctx->n_vocab, r, err)))
+		goto out;
+	rc = chat ? render_messages(root, ctx, r, err) : api_prompt(root, ctx->n_vocab, r, err);
+out:
 	if (rc)
 		strata_api_req_free(r);
+	return rc;
+}
+
+int strata_api_parse(const char *body, size_t len, int chat, const struct strata_api_ctx *ctx,
+		     struct strata_api_req *r, struct strata_api_err *err)
+{
+	cJSON *root;
+	int rc = strata_api_body(body, len, &root, err);
+
+	memset(r, 0, sizeof(*r));
+	if (rc)
+		return rc;
+	rc = strata_api_parse_obj(root, chat, ctx, r, err);
+	cJSON_Delete(root);
 	return rc;
 }
 
@@ -309,6 +284,12 @@ void strata_api_req_free(struct strata_api_req *r)
 		free(r->stop[i]);
 	free(r->stop);
 	free(r->prompt);
+	cJSON_Delete(r->tools);
+	cJSON_Delete(r->tmpl_vars);
+	free(r->tool_name);
+	free(r->bias);
+	free(r->prompt_ids);
+	strata_grammar_free(r->grammar);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -334,6 +315,8 @@ static const char *error_type(unsigned status)
 	switch (status) {
 	case 401:
 		return "authentication_error";
+	case 403:
+		return "permission_error";
 	case 404:
 		return "not_found_error";
 	case 503:
@@ -372,7 +355,60 @@ static int add_usage(cJSON *root, uint32_t n_prompt, uint32_t n_gen)
 	       cJSON_AddNumberToObject(u, "total_tokens", (double)n_prompt + n_gen);
 }
 
-char *strata_api_completion_json(const struct strata_api_head *h, const char *text,
+/* A string member of n bytes (a NUL-terminated copy: cJSON stops at the first NUL). */
+static int add_strn(cJSON *o, const char *key, const char *s, size_t n)
+{
+	char *t = strndup(s ? s : "", n);
+	int ok = t && cJSON_AddStringToObject(o, key, t);
+
+	free(t);
+	return ok;
+}
+
+/* [{"index"?, "id", "type", "function": {"name", "arguments"}}] of m's calls. */
+static int add_calls(cJSON *o, const struct strata_api_msg *m, int with_index)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "tool_calls");
+	int ok = arr != NULL;
+
+	for (size_t i = 0; ok && i < m->n_calls; i++) {
+		const struct strata_mp_call *c = &m->calls[i];
+		cJSON *tc = cJSON_CreateObject(), *fn;
+
+		ok = tc && cJSON_AddItemToArray(arr, tc) &&
+		     (!with_index || cJSON_AddNumberToObject(tc, "index", (double)(m->first_call + i))) &&
+		     cJSON_AddStringToObject(tc, "id", c->id) &&
+		     cJSON_AddStringToObject(tc, "type", "function") &&
+		     (fn = cJSON_AddObjectToObject(tc, "function")) &&
+		     cJSON_AddStringToObject(fn, "name", c->name) &&
+		     cJSON_AddStringToObject(fn, "arguments", c->args);
+		if (!ok && tc && !tc->next && arr->child != tc)
+			cJSON_Delete(tc);
+	}
+	return ok;
+}
+
+/* A chat message (delta: only what it carries) from m. */
+static int add_message(cJSON *msg, const struct strata_api_msg *m, int delta)
+{
+	int ok = 1;
+
+	if (delta) {
+		if (m->content && m->content_len)
+			ok = add_strn(msg, "content", m->content, m->content_len);
+	} else if (m->content && (m->content_len || !m->n_calls)) {
+		ok = add_strn(msg, "content", m->content, m->content_len);
+	} else {
+		ok = cJSON_AddNullToObject(msg, "content") != NULL;
+	}
+	if (ok && m->reasoning && m->reasoning_len)
+		ok = add_strn(msg, "reasoning_content", m->reasoning, m->reasoning_len);
+	if (ok && m->n_calls)
+		ok = add_calls(msg, m, delta);
+	return ok;
+}
+
+char *strata_api_completion_json(const struct strata_api_head *h, const struct strata_api_msg *m,
 				 const char *finish, uint32_t n_prompt, uint32_t n_gen)
 {
 	cJSON *root = cJSON_CreateObject(), *choices, *c = NULL, *msg;
@@ -383,21 +419,22 @@ char *strata_api_completion_json(const struct strata_api_head *h, const char *te
 
 	if (ok && h->chat)
 		ok = (msg = cJSON_AddObjectToObject(c, "message")) &&
-		     cJSON_AddStringToObject(msg, "role", "assistant") &&
-		     cJSON_AddStringToObject(msg, "content", text);
+		     cJSON_AddStringToObject(msg, "role", "assistant") && add_message(msg, m, 0) &&
+		     api_add_logprobs(c, 1, m);
 	else if (ok)
-		ok = cJSON_AddStringToObject(c, "text", text) && cJSON_AddNullToObject(c, "logprobs");
+		ok = add_strn(c, "text", m->content, m->content_len) && api_add_logprobs(c, 0, m);
 	ok = ok && cJSON_AddStringToObject(c, "finish_reason", finish) &&
 	     add_usage(root, n_prompt, n_gen);
+	if (ok && m->warning && m->warning[0])
+		ok = cJSON_AddStringToObject(root, "warning", m->warning) != NULL;
 	return finish_json(root, ok);
 }
 
-char *strata_api_chunk_json(const struct strata_api_head *h, const char *text, size_t len,
+char *strata_api_chunk_json(const struct strata_api_head *h, const struct strata_api_msg *d,
 			    int role, const char *finish, uint32_t n_prompt, uint32_t n_gen)
 {
 	cJSON *root = cJSON_CreateObject(), *choices, *c = NULL, *delta;
-	char *t = strndup(text ? text : "", len);
-	int ok = t && root && add_head(root, h, h->chat ? "chat.completion.chunk" : "text_completion") &&
+	int ok = root && add_head(root, h, h->chat ? "chat.completion.chunk" : "text_completion") &&
 		 (choices = cJSON_AddArrayToObject(root, "choices")) &&
 		 (c = cJSON_CreateObject()) && cJSON_AddItemToArray(choices, c) &&
 		 cJSON_AddNumberToObject(c, "index", 0);
@@ -405,19 +442,20 @@ char *strata_api_chunk_json(const struct strata_api_head *h, const char *text, s
 	if (ok && h->chat) {
 		ok = (delta = cJSON_AddObjectToObject(c, "delta")) != NULL;
 		if (ok && role)
-			ok = cJSON_AddStringToObject(delta, "role", "assistant") != NULL;
-		/* The closing chunk's delta is empty, as OpenAI's is. */
-		if (ok && (!finish || len))
-			ok = cJSON_AddStringToObject(delta, "content", t) != NULL;
+			ok = cJSON_AddStringToObject(delta, "role", "assistant") &&
+			     cJSON_AddStringToObject(delta, "content", "");
+		if (ok)
+			ok = add_message(delta, d, 1) && (!d->n_lp || api_add_logprobs(c, 1, d));
 	} else if (ok) {
-		ok = cJSON_AddStringToObject(c, "text", t) && cJSON_AddNullToObject(c, "logprobs");
+		ok = add_strn(c, "text", d->content, d->content_len) && api_add_logprobs(c, 0, d);
 	}
 	if (ok)
 		ok = finish ? cJSON_AddStringToObject(c, "finish_reason", finish) != NULL
 			    : cJSON_AddNullToObject(c, "finish_reason") != NULL;
 	if (ok && finish)
 		ok = add_usage(root, n_prompt, n_gen);
-	free(t);
+	if (ok && d->warning && d->warning[0])
+		ok = cJSON_AddStringToObject(root, "warning", d->warning) != NULL;
 	return finish_json(root, ok);
 }
 

@@ -9,6 +9,7 @@
 #include "serve/serve_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,8 @@ void strata_job_unref(struct strata_job *j)
 		return;
 	strata_api_req_free(&j->req);
 	strata_textout_free(&j->out);
+	strata_mp_free(&j->mp);
+	strata_steer_free(&j->steer);
 	strata_buf_free(&j->text);
 	free(j->tokens);
 	pthread_cond_destroy(&j->cond);
@@ -156,14 +159,14 @@ static int client_gone(int fd)
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
-int strata_job_wait(struct strata_server *s, struct strata_job *j, size_t seen, int fd)
+int strata_job_wait(struct strata_server *s, struct strata_job *j, unsigned seen, int fd)
 {
 	for (;;) {
 		struct timespec ts;
 		int ready;
 
 		pthread_mutex_lock(&j->lock);
-		ready = j->done || j->text.len > seen;
+		ready = j->done || (seen != UINT_MAX && j->version != seen);
 		if (!ready) {
 			/* Wake every 20 ms to look at the socket: no event says it closed. */
 			clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -173,7 +176,7 @@ int strata_job_wait(struct strata_server *s, struct strata_job *j, size_t seen, 
 				ts.tv_nsec -= 1000000000L;
 			}
 			pthread_cond_timedwait(&j->cond, &j->lock, &ts);
-			ready = j->done || j->text.len > seen;
+			ready = j->done || (seen != UINT_MAX && j->version != seen);
 		}
 		pthread_mutex_unlock(&j->lock);
 		if (ready)
@@ -196,21 +199,69 @@ static int job_cancelled(void *user)
 	return atomic_load(&j->cancel);
 }
 
+/* Released text to the message parser (caller holds j->lock). */
+static void to_message(struct strata_job *j)
+{
+	if (j->text.len) {
+		strata_mp_feed(&j->mp, j->text.p, j->text.len);
+		j->version++;
+	}
+	j->text.len = 0;
+}
+
 static int on_token(void *user, int32_t id, const char *piece, size_t len)
 {
 	struct strata_job *j = user;
 
-	(void)id;
 	if (atomic_load(&j->cancel))
 		return 1;
 	if (j->t_first == 0)
 		j->t_first = strata_serve_now_ms();
+	/* A control token that is a marker of the reply's format reaches the parser as text. */
+	for (int i = 0; !len && i < j->n_markers; i++)
+		if (j->markers[i].id == id) {
+			piece = j->markers[i].text;
+			len = strlen(piece);
+		}
 	pthread_mutex_lock(&j->lock);
 	j->n_gen++;
-	j->stopped = strata_textout_feed(&j->out, piece, len, &j->text);
+	if (strata_steer_token(&j->steer, id, piece, len, strata_mp_in_think(&j->mp)))
+		j->stopped = 1;
+	j->stopped |= strata_textout_feed(&j->out, piece, len, &j->text);
+	to_message(j);
+	/* parallel_tool_calls false: one complete call ends the reply */
+	if (strata_mp_calls_full(&j->mp))
+		j->stopped = 1;
 	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	return j->stopped;
+}
+
+/* The engine's logits hook: the request's steering of this step. */
+static int job_logits(void *user, float *logits, int32_t n_vocab)
+{
+	struct strata_job *j = user;
+
+	/* mp is written by this thread only: its state is read without the lock */
+	return strata_steer_logits(&j->steer, logits, n_vocab, strata_mp_in_think(&j->mp));
+}
+
+/* tool_choice required or a name: the reply must have made such a call. */
+static const char *forced_call_missing(const struct strata_job *j)
+{
+	const struct strata_api_req *r = &j->req;
+
+	if (r->tool_choice == STRATA_TOOL_REQUIRED && !j->mp.n_calls)
+		return "the model answered without calling a tool, but tool_choice is \"required\"";
+	if (r->tool_choice == STRATA_TOOL_NAMED) {
+		if (!j->mp.n_calls)
+			return "the model answered without calling the function tool_choice names";
+		for (size_t i = 0; i < j->mp.n_calls; i++)
+			if (strcmp(j->mp.calls[i].name, r->tool_name))
+				return "the model called another function than the one tool_choice "
+				       "names";
+	}
+	return NULL;
 }
 
 static void run_job(struct strata_server *s, struct strata_job *j)
@@ -223,6 +274,7 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 
 	p.n_predict = j->n_predict;
 	p.cancel = job_cancelled;
+	p.logits = job_logits;
 	strata_log_clear_error();
 	rc = strata_generate_ex(s->e, j->tokens, j->n_tokens, &p, on_token, j, &st);
 	cancelled = atomic_load(&j->cancel) != 0;
@@ -237,11 +289,31 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 			    strerror(-rc));
 	}
 	if (rc >= 0 && !cancelled) {
+		const char *missing;
+
 		if (st.finish == STRATA_FINISH_LENGTH || st.finish == STRATA_FINISH_CTX)
 			finish = "length";
 		pthread_mutex_lock(&j->lock);
 		if (!j->stopped) /* a partial stop string at the end is text after all */
 			strata_textout_flush(&j->out, &j->text);
+		to_message(j);
+		strata_mp_finish(&j->mp);
+		j->version++;
+		/* a reply cut by max_tokens is "length" even with calls in it */
+		if (j->mp.n_calls && strcmp(finish, "length"))
+			finish = "tool_calls";
+		if (strata_mp_oom(&j->mp) || j->steer.error == -ENOMEM) {
+			rc = -ENOMEM;
+		} else if (j->steer.error) {
+			rc = j->steer.error;
+			snprintf(j->why, sizeof(j->why), "the reply's constraint (response_format or a "
+				 "forced tool call) left no token to take (%s)", strerror(-rc));
+		} else if ((missing = forced_call_missing(j))) {
+			rc = -EPROTO;
+			snprintf(j->why, sizeof(j->why), "%s", missing);
+		}
+		if (j->mp.warning[0])
+			strata_info("serve: %s: %s", j->id, j->mp.warning);
 		pthread_mutex_unlock(&j->lock);
 		/* Resumed tokens (a turn checkpoint) cost nothing: the rate is of those read. */
 		strata_info("serve: %s: prompt %u tokens (%u resumed, %.1f tok/s), generated %u "

@@ -27,6 +27,20 @@ enum MHD_Result strata_route_chat(struct strata_server *s, struct MHD_Connection
 				  const char *body, size_t len, double t_arrival);
 enum MHD_Result strata_route_completion(struct strata_server *s, struct MHD_Connection *conn,
 					const char *body, size_t len, double t_arrival);
+enum MHD_Result strata_route_apply_template(struct strata_server *s, struct MHD_Connection *conn,
+					    const char *body, size_t len, double t_arrival);
+enum MHD_Result strata_route_tokenize(struct strata_server *s, struct MHD_Connection *conn,
+				      const char *body, size_t len, double t_arrival);
+enum MHD_Result strata_route_detokenize(struct strata_server *s, struct MHD_Connection *conn,
+					const char *body, size_t len, double t_arrival);
+enum MHD_Result strata_route_props(struct strata_server *s, struct MHD_Connection *conn,
+				   const char *body, size_t len, double t_arrival);
+enum MHD_Result strata_route_messages(struct strata_server *s, struct MHD_Connection *conn,
+				      const char *body, size_t len, double t_arrival);
+enum MHD_Result strata_route_count_tokens(struct strata_server *s, struct MHD_Connection *conn,
+					  const char *body, size_t len, double t_arrival);
+enum MHD_Result strata_route_responses(struct strata_server *s, struct MHD_Connection *conn,
+				       const char *body, size_t len, double t_arrival);
 enum MHD_Result strata_route_models(struct strata_server *s, struct MHD_Connection *conn,
 				    const char *body, size_t len, double t_arrival);
 enum MHD_Result strata_route_health(struct strata_server *s, struct MHD_Connection *conn,

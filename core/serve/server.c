@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "serve/grammar.h"
 #include "util/log.h"
 
 /* One request, from its first call into on_request to the completed notice. */
@@ -32,8 +33,16 @@ struct conn_ctx {
 static const struct strata_route g_routes[] = {
 	{ "/v1/chat/completions", "POST", strata_route_chat },
 	{ "/v1/completions", "POST", strata_route_completion },
+	{ "/v1/messages", "POST", strata_route_messages },
+	{ "/v1/responses", "POST", strata_route_responses },
+	{ "/v1/messages/count_tokens", "POST", strata_route_count_tokens },
+	{ "/apply-template", "POST", strata_route_apply_template },
+	{ "/tokenize", "POST", strata_route_tokenize },
+	{ "/detokenize", "POST", strata_route_detokenize },
+	{ "/props", "GET", strata_route_props },
 	{ "/v1/models", "GET", strata_route_models },
 	{ "/health", "GET", strata_route_health },
+	{ "/v1/health", "GET", strata_route_health },
 	{ "/metrics", "GET", strata_route_metrics },
 };
 
@@ -53,6 +62,10 @@ static int authorized(const struct strata_server *s, struct MHD_Connection *conn
 	const char *h;
 
 	if (!s->api_key)
+		return 1;
+	/* Anthropic's clients send the key as x-api-key. */
+	h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "x-api-key");
+	if (h && same_secret(h, s->api_key))
 		return 1;
 	h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
@@ -78,6 +91,56 @@ static const struct strata_route *find_route(const char *url, const char *method
 	return NULL;
 }
 
+void strata_serve_headers(struct strata_server *s, struct MHD_Connection *conn,
+			  struct MHD_Response *r, unsigned status)
+{
+	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	const char *allow = strata_access_cors(&s->access, origin);
+
+	if (allow) {
+		MHD_add_response_header(r, "Access-Control-Allow-Origin", allow);
+		MHD_add_response_header(r, "Vary", "Origin");
+	}
+	if (status == 503) {
+		char secs[16];
+		unsigned waiting;
+
+		pthread_mutex_lock(&s->lock);
+		waiting = s->n_waiting;
+		pthread_mutex_unlock(&s->lock);
+		/* a turn each for those ahead: a guess, but one a client can back off by */
+		snprintf(secs, sizeof(secs), "%u", waiting < 1 ? 1 : waiting > 60 ? 60 : waiting);
+		MHD_add_response_header(r, "Retry-After", secs);
+	}
+}
+
+/* A CORS preflight (OPTIONS): answered before any key, which browsers never send with it. */
+static enum MHD_Result preflight(struct strata_server *s, struct MHD_Connection *conn)
+{
+	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	const char *want = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						       "Access-Control-Request-Headers");
+	struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"",
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result rc;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST, OPTIONS");
+	if (strata_access_cors(&s->access, origin)) {
+		MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+		MHD_add_response_header(r, "Access-Control-Allow-Headers",
+					want ? want : "authorization, content-type, x-api-key, "
+						      "anthropic-version");
+		MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+	}
+	strata_serve_headers(s, conn, r, 204);
+	rc = MHD_queue_response(conn, 204, r);
+	MHD_destroy_response(r);
+	strata_metrics_status(&s->metrics, 204);
+	return rc;
+}
+
 /* What the first call of a request decides from its headers alone; MHD_YES to read on. */
 static enum MHD_Result first_call(struct strata_server *s, struct MHD_Connection *conn,
 				  const char *url, const char *method, struct conn_ctx *c)
@@ -86,6 +149,15 @@ static enum MHD_Result first_call(struct strata_server *s, struct MHD_Connection
 	const char *cl;
 	char msg[320];
 
+	if (strata_access_check(&s->access,
+				MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
+				MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"), msg,
+				sizeof(msg)))
+		return strata_reply_error(s, conn, 403, msg, NULL);
+	if (!strcmp(method, "OPTIONS"))
+		return preflight(s, conn);
+	if (strata_static_route(url)) /* the pages themselves need no key: they ask for it */
+		return strata_static_reply(s, conn, url, method);
 	if (!authorized(s, conn))
 		return strata_reply_error(s, conn, 401, "invalid or missing API key: send "
 					  "'Authorization: Bearer KEY'", NULL);
@@ -226,6 +298,48 @@ static const char *api_key(const struct strata_config *c)
 	return c->serve_api_key && *c->serve_api_key ? c->serve_api_key : NULL;
 }
 
+/* The chat template of [serve] chat_template(_file) or the model, with its BOS/EOS text. */
+static int open_chat(struct strata_engine *e, struct strata_chat **out)
+{
+	const struct strata_config *c = &e->cfg;
+	int32_t bos = strata_engine_token_bos(e), eos = strata_engine_token_eos(e), *ids = NULL;
+	struct strata_chat_opts o = {
+		.setting = c->serve_chat_template, .file = c->serve_chat_template_file,
+		.model = strata_engine_chat_template(e),
+		.bos = bos >= 0 && strata_engine_token_text(e, bos) ? strata_engine_token_text(e, bos)
+								    : "",
+		.eos = eos >= 0 && strata_engine_token_text(e, eos) ? strata_engine_token_text(e, eos)
+								    : "",
+	};
+	/* Does the tokenizer add BOS by itself?  Then a template's own is dropped. */
+	int n = strata_engine_tokenize(e, "", 0, STRATA_TOKENIZE_ADD_BOS, &ids);
+
+	o.tokenizer_adds_bos = n > 0 && ids[0] == bos;
+	free(ids);
+	return strata_chat_create(&o, out);
+}
+
+/*
+ * The control tokens among the template's markers ("<|python_tag|>",
+ * "[TOOL_CALLS]"): their pieces are empty when printed, so the parser is
+ * handed their text instead.
+ */
+static void find_markers(struct strata_server *s)
+{
+	const char *const *m = strata_toolfmt_markers(s->toolfmt);
+
+	for (; *m && s->n_markers < STRATA_MAX_MARKERS; m++) {
+		int32_t *ids = NULL;
+		int n = strata_engine_tokenize(s->e, *m, strlen(*m), STRATA_TOKENIZE_PARSE_SPECIAL,
+					       &ids);
+		char piece[8];
+
+		if (n == 1 && strata_engine_detokenize(s->e, ids, 1, 0, piece, sizeof(piece)) == 0)
+			s->markers[s->n_markers++] = (struct strata_marker){ ids[0], *m };
+		free(ids);
+	}
+}
+
 static int server_init(struct strata_engine *e, struct strata_server *s)
 {
 	const struct strata_config *c = &e->cfg;
@@ -236,16 +350,23 @@ static int server_init(struct strata_engine *e, struct strata_server *s)
 	s->max_body = c->serve_max_body;
 	s->queue_max = c->serve_queue;
 	s->started = (long long)time(NULL);
-	s->fmt = (enum strata_chat_fmt)c->serve_chat_template;
-	if (s->fmt == STRATA_CHAT_AUTO)
-		s->fmt = strata_chat_detect(strata_engine_chat_template(e));
+	if ((rc = open_chat(e, &s->chat)))
+		return rc;
+	s->toolfmt = strata_toolfmt_of(strata_chat_source(s->chat));
+	s->tool_sub = strata_grammar_subformat(strata_chat_source(s->chat));
+	find_markers(s);
 	atomic_init(&s->next_id, 1);
 	atomic_init(&s->stopping, 0);
 	if (key && !(s->api_key = strdup(key)))
 		return -ENOMEM;
+	if ((rc = strata_access_init(&s->access, c->serve_cors_origins, c->serve_allowed_hosts,
+				     key != NULL)))
+		return rc;
+	s->web_dir = strata_static_dir(c->serve_web_dir);
 	if ((rc = strata_metrics_init(&s->metrics)))
 		return rc;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->vtrie_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	return 0;
 }
@@ -258,11 +379,16 @@ int strata_serve_start(struct strata_engine *e, struct strata_server **out)
 
 	*out = NULL;
 	if (!s || (rc = server_init(e, s))) {
-		strata_error("serve: out of memory");
-		if (s)
+		if (!s || rc == -ENOMEM)
+			strata_error("serve: out of memory");
+		if (s) {
 			free(s->api_key);
+			strata_chat_free(s->chat);
+			strata_access_free(&s->access);
+			free(s->web_dir);
+		}
 		free(s);
-		return -ENOMEM;
+		return s ? rc : -ENOMEM;
 	}
 	fd = listen_on(c->serve_host ? c->serve_host : "127.0.0.1", c->serve_port, &s->port);
 	if (fd < 0) {
@@ -309,7 +435,12 @@ void strata_serve_stop(struct strata_server *s)
 		MHD_stop_daemon(s->mhd);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->vtrie_lock);
+	strata_vtrie_free(s->vtrie);
 	strata_metrics_destroy(&s->metrics);
+	strata_chat_free(s->chat);
+	strata_access_free(&s->access);
+	free(s->web_dir);
 	free(s->api_key);
 	free(s);
 }
@@ -335,10 +466,11 @@ int strata_serve_run(struct strata_engine *e)
 	sigaction(SIGTERM, &sa, NULL);
 	if ((rc = strata_serve_start(e, &s)))
 		return rc;
-	strata_info("serving %s on http://%s:%u (chat template %s, queue %u%s)",
+	strata_info("serving %s on http://%s:%u (chat template: %s, queue %u%s)",
 		    strata_engine_model_name(e), e->cfg.serve_host ? e->cfg.serve_host : "127.0.0.1",
-		    s->port, strata_chat_fmt_name(s->fmt), s->queue_max,
+		    s->port, strata_chat_origin(s->chat), s->queue_max,
 		    s->api_key ? ", API key required" : "");
+	strata_static_check(s);
 	while (sem_wait(&g_stop) != 0 && errno == EINTR)
 		;
 	strata_info("serve: stopping");

@@ -47,7 +47,7 @@ static int utf8_seq(const unsigned char *s, size_t n)
 }
 
 /* Append s[0..n) to out with every invalid byte as U+FFFD. */
-static void add_sanitized(struct strata_buf *out, const char *s, size_t n)
+void strata_utf8_sanitize(struct strata_buf *out, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, run = 0;
@@ -112,11 +112,13 @@ int strata_textout_feed(struct strata_textout *t, const char *piece, size_t len,
 	for (size_t i = 0; i < t->n_stop; i++) {
 		const char *m = memmem(p->p, p->len, t->stop[i], strlen(t->stop[i]));
 
-		if (m && (!first || m < first))
+		if (m && (!first || m < first)) {
 			first = m;
+			t->matched = (int)i + 1;
+		}
 	}
 	if (first) {
-		add_sanitized(out, p->p, (size_t)(first - p->p));
+		strata_utf8_sanitize(out, p->p, (size_t)(first - p->p));
 		strata_buf_free(p);
 		return 1;
 	}
@@ -129,14 +131,14 @@ int strata_textout_feed(struct strata_textout *t, const char *piece, size_t len,
 	for (int k = 0; k < 3 && hold < p->len &&
 			((unsigned char)p->p[p->len - hold] & 0xC0) == 0x80; k++)
 		hold++;
-	add_sanitized(out, p->p, p->len - hold);
+	strata_utf8_sanitize(out, p->p, p->len - hold);
 	strata_buf_consume(p, p->len - hold);
 	return 0;
 }
 
 void strata_textout_flush(struct strata_textout *t, struct strata_buf *out)
 {
-	add_sanitized(out, t->pending.p, t->pending.len);
+	strata_utf8_sanitize(out, t->pending.p, t->pending.len);
 	strata_buf_free(&t->pending);
 }
 

@@ -18,6 +18,7 @@ struct strata_textout {
 	char *const *stop;        /* borrowed: n_stop non-empty strings */
 	size_t n_stop;
 	struct strata_buf pending; /* generated, not yet released */
+	int matched;              /* the stop string that ended the text, plus 1; 0: none */
 };
 
 /*
@@ -32,5 +33,8 @@ int strata_textout_feed(struct strata_textout *t, const char *piece, size_t len,
 void strata_textout_flush(struct strata_textout *t, struct strata_buf *out);
 
 void strata_textout_free(struct strata_textout *t);
+
+/* Append s[0..n) to out with every byte that is not valid UTF-8 as U+FFFD. */
+void strata_utf8_sanitize(struct strata_buf *out, const char *s, size_t n);
 
 #endif

@@ -3,10 +3,12 @@
  * fuzz_json.c - the server's request parser (strata_api_parse), and what it
  * feeds: the stop-string filter and the response builders.
  *
- * Input: byte 0 picks the endpoint (bit 0: chat) and the chat format
- * (1 + (byte >> 1) % 4); the rest is the request body.  A body is either
- * accepted, with a NUL-terminated prompt of prompt_len bytes, or refused
- * with status 400, a message and an error JSON that parses.  An accepted
+ * Input: byte 0 picks the endpoint (bit 0: chat; bits 5 and 6, with chat:
+ * the body is an Anthropic Messages or a Responses request, converted
+ * first) and the built-in chat template ((byte >> 1) % 4: chatml, glm4,
+ * llama3, plain); the rest is the request body.  A body is either accepted, with a NUL-terminated prompt of
+ * prompt_len bytes, or refused with status 400 (a built-in template never
+ * fails on checked messages), a message and an error JSON that parses.  An accepted
  * prompt is then "generated" in pieces through strata_textout with the
  * request's stop strings: the released text must be valid UTF-8, equal to
  * the prompt up to the stop string that completes first (stop_point) when
@@ -18,12 +20,25 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "serve/anthropic.h"
 #include "serve/api.h"
+#include "serve/chat.h"
+#include "serve/responses.h"
 #include "serve/textout.h"
+
+static struct strata_chat *g_chats[4];
 
 int fuzz_target_init(void)
 {
+	static const char *const names[] = { "chatml", "glm4", "llama3", "plain" };
+
 	fuzz_quiet();
+	for (int i = 0; i < 4; i++) {
+		struct strata_chat_opts o = { .setting = names[i], .bos = "<s>", .eos = "</s>" };
+
+		if (strata_chat_create(&o, &g_chats[i]))
+			return 1;
+	}
 	return 0;
 }
 
@@ -42,8 +57,9 @@ static const char *choice_text(const cJSON *root, const char *a, const char *b)
 static void check_responses(int chat, const char *text, size_t len)
 {
 	struct strata_api_head h = { .chat = chat, .id = "cmpl-fuzz", .created = 1, .model = "m" };
-	char *whole = strata_api_completion_json(&h, text, "stop", 1, 2);
-	char *chunk = strata_api_chunk_json(&h, text, len, 1, NULL, 0, 0);
+	struct strata_api_msg m = { .content = text, .content_len = len };
+	char *whole = strata_api_completion_json(&h, &m, "stop", 1, 2);
+	char *chunk = strata_api_chunk_json(&h, &m, 0, NULL, 0, 0);
 	cJSON *w = cJSON_Parse(whole), *c = cJSON_Parse(chunk);
 	const char *wt = choice_text(w, chat ? "message" : "text", chat ? "content" : NULL);
 	const char *ct = choice_text(c, chat ? "delta" : "text", chat ? "content" : NULL);
@@ -131,16 +147,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.n_predict = -1, .temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
 		.repeat_penalty = 1, .repeat_last_n = 64, .seed = 42,
 	};
+	struct strata_api_ctx ctx;
 	struct strata_api_req r;
 	struct strata_api_err err;
 	int chat, rc;
-	enum strata_chat_fmt fmt;
 
 	if (size < 1)
 		return 0;
 	chat = data[0] & 1;
-	fmt = (enum strata_chat_fmt)(1 + (data[0] >> 1) % 4);
-	rc = strata_api_parse((const char *)data + 1, size - 1, chat, fmt, &defaults, &r, &err);
+	ctx = (struct strata_api_ctx){ g_chats[(data[0] >> 1) % 4], &defaults, 512,
+				       STRATA_TOOLS_TAGGED, 0 };
+	if (chat && (data[0] & 0x60)) {
+		cJSON *root, *conv = NULL;
+
+		memset(&r, 0, sizeof(r));
+		rc = strata_api_body((const char *)data + 1, size - 1, &root, &err);
+		if (!rc) {
+			rc = data[0] & 0x20 ? strata_anthropic_request(root, data[0] & 0x40, &conv, &err)
+					    : strata_responses_request(root, &conv, &err);
+			cJSON_Delete(root);
+		}
+		if (!rc) {
+			rc = strata_api_parse_obj(conv, 1, &ctx, &r, &err);
+			cJSON_Delete(conv);
+		}
+	} else {
+		rc = strata_api_parse((const char *)data + 1, size - 1, chat, &ctx, &r, &err);
+	}
 	if (rc == -ENOMEM)
 		return 0;
 	if (rc) {
@@ -157,7 +190,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(e);
 		return 0;
 	}
-	FUZZ_CHECK(r.prompt && strlen(r.prompt) == r.prompt_len);
+	FUZZ_CHECK((r.prompt && strlen(r.prompt) == r.prompt_len) ||
+		   (!chat && r.prompt_ids && r.n_prompt_ids > 0));
+	if (!r.prompt) {
+		for (uint32_t i = 0; i < r.n_prompt_ids; i++)
+			FUZZ_CHECK(r.prompt_ids[i] >= 0 && r.prompt_ids[i] < 512);
+		strata_api_req_free(&r);
+		return 0;
+	}
 	FUZZ_CHECK(r.chat == chat && (r.max_tokens == -1 || r.max_tokens >= 1));
 	FUZZ_CHECK(r.gp.temp >= 0 && r.gp.temp <= 2 && r.gp.top_p > 0 && r.gp.top_p <= 1);
 	for (size_t i = 0; i < r.n_stop; i++)

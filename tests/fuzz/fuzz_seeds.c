@@ -11,7 +11,9 @@
  *   tokenizer  every llama.cpp test text of each vocab the target loads,
  *              behind its selector byte
  *   ini        strata.ini, alone and followed by flags
- *   chat       test texts as messages of each role and format
+ *   chat       test texts as messages of each role and built-in template, and
+ *              every template of tests/tmpl/templates (starting with '{', an odd
+ *              byte: fuzz_chat reads the input as a template)
  *
  * Exits 0, 1 when something could not be read or written (said on stderr).
  */
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "gguf/gguf.h"
@@ -204,13 +207,50 @@ static int vocab_texts(const char *name, int sel)
 		rc = put("tokenizer", fname, buf, v.v[i].len + 2);
 		/* Every fifth as a chat message: user, then assistant, in some format. */
 		if (!rc && i % 5 == 0) {
-			buf[0] = (char)(i % 4);
+			buf[0] = (char)((i % 4) << 1); /* even: a built-in template */
 			buf[1] = (char)(1 + (i / 5) % 2);
 			rc = put("chat", fname, buf, v.v[i].len + 2);
 		}
 		free(buf);
 	}
 	tu_vocab_tests_free(&v);
+	return rc;
+}
+
+/* The chat template corpus, each file as it is (those not starting with an odd byte get one). */
+static int template_seeds(void)
+{
+	char dir[4096];
+	struct dirent **ents;
+	int n, rc = 0;
+
+	snprintf(dir, sizeof(dir), "%s/tests/tmpl/templates", STRATA_SRC);
+	n = scandir(dir, &ents, NULL, alphasort);
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		char path[8192];
+		size_t len;
+		char *text, *buf;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+		if (ents[i]->d_name[0] != '.' && !rc && (text = tu_read_file(path, &len))) {
+			buf = malloc(len + 1);
+			if (!buf) {
+				rc = -1;
+			} else {
+				size_t off = len && ((unsigned char)text[0] & 1) ? 0 : 1;
+
+				buf[0] = '\t'; /* 0x09: odd */
+				memcpy(buf + off, text, len);
+				rc = put("chat", ents[i]->d_name, buf, len + off);
+				free(buf);
+			}
+			free(text);
+		}
+		free(ents[i]);
+	}
+	free(ents);
 	return rc;
 }
 
@@ -271,6 +311,10 @@ int main(int argc, char **argv)
 		}
 	if (ini_seeds()) {
 		fprintf(stderr, "fuzz_seeds: cannot read strata.ini\n");
+		rc = 1;
+	}
+	if (template_seeds()) {
+		fprintf(stderr, "fuzz_seeds: cannot read tests/tmpl/templates\n");
 		rc = 1;
 	}
 	printf("fuzz_seeds: %d files in %s\n", g_files, g_out);
