@@ -509,6 +509,7 @@ int strata_aread_run(struct strata_aread *a, struct strata_aread_job *job)
 static void *aread_thread(void *arg)
 {
 	struct strata_aread *a = arg;
+	int rc;
 
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
@@ -518,8 +519,9 @@ static void *aread_thread(void *arg)
 			break; /* stop, nothing queued */
 		a->state = AR_RUNNING;
 		pthread_mutex_unlock(&a->mu);
-		a->rc = strata_aread_run(a, a->job);
+		rc = strata_aread_run(a, a->job);
 		pthread_mutex_lock(&a->mu);
+		a->rc = rc;
 		a->state = AR_DONE;
 		pthread_cond_broadcast(&a->cv);
 	}
@@ -539,24 +541,14 @@ int strata_aread_start(struct strata_aread *a, struct strata_aread_job *job)
 	a->job = job;
 	if (a->th_state == 0) {
 		rc = pthread_create(&a->th, NULL, aread_thread, a);
-		if (rc) {
-			strata_warn("%s: cannot start a reader thread (%s): %s are read on the "
-				    "caller's thread", a->path, strerror(rc), a->what);
+		if (rc) { /* wait() runs the jobs then */
+			strata_warn("%s: cannot start a reader thread (%s): %s are read when "
+				    "waited for", a->path, strerror(rc), a->what);
 			a->th_state = -1;
 		} else {
 			a->th_state = 1;
 			pthread_setname_np(a->th, "strata-aread");
 		}
-	}
-	if (a->th_state < 0) {
-		a->state = AR_RUNNING;
-		pthread_mutex_unlock(&a->mu);
-		rc = strata_aread_run(a, job);
-		pthread_mutex_lock(&a->mu);
-		a->rc = rc;
-		a->state = AR_DONE;
-		pthread_mutex_unlock(&a->mu);
-		return 0;
 	}
 	a->state = AR_QUEUED;
 	pthread_cond_broadcast(&a->cv);
@@ -572,6 +564,18 @@ int strata_aread_wait(struct strata_aread *a)
 	if (a->state == AR_IDLE) {
 		pthread_mutex_unlock(&a->mu);
 		return -EINVAL;
+	}
+	if (a->state == AR_QUEUED) {
+		/*
+		 * The thread has not taken it yet (a wait right after start, or a
+		 * busy machine): run it here instead of waiting for two wake-ups.
+		 */
+		a->state = AR_RUNNING;
+		pthread_mutex_unlock(&a->mu);
+		rc = strata_aread_run(a, a->job);
+		pthread_mutex_lock(&a->mu);
+		a->rc = rc;
+		a->state = AR_DONE;
 	}
 	while (a->state != AR_DONE)
 		pthread_cond_wait(&a->cv, &a->mu);

@@ -26,7 +26,7 @@
  * Threading: an aread is used by one thread at a time, like the io handle
  * it owns.  strata_aread_start() runs a job on the aread's own thread
  * (started on first use) so the caller can compute while the disk reads;
- * strata_aread_wait() joins it.
+ * strata_aread_wait() joins it (or runs it, when the thread has not begun).
  */
 #ifndef STRATA_AREAD_H
 #define STRATA_AREAD_H
@@ -154,12 +154,16 @@ int strata_aread_run(struct strata_aread *a, struct strata_aread_job *job);
 /*
  * Run job on the aread's own thread and return at once: 0, or -EBUSY while
  * a started job was not waited for.  job (and its requests) are the
- * aread's until strata_aread_wait().  Where no thread can be started the
- * job runs here, before start returns (with a warning once).
+ * aread's until strata_aread_wait().  Where no thread can be started (a
+ * warning, once) the job runs in wait().
  */
 int strata_aread_start(struct strata_aread *a, struct strata_aread_job *job);
 
-/* Block until the started job is done: its run()'s result; -EINVAL when none was started. */
+/*
+ * Block until the started job is done: its run()'s result; -EINVAL when none
+ * was started.  A job the thread has not taken yet is run here, on the
+ * caller's thread: start() then wait() at once costs no thread handoff.
+ */
 int strata_aread_wait(struct strata_aread *a);
 
 /* The message of the last failed run ("" after one that did not fail); owned by a. */
