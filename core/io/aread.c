@@ -27,7 +27,7 @@
 enum { AR_IDLE, AR_QUEUED, AR_RUNNING, AR_DONE };
 
 struct strata_aread {
-	struct strata_aread_opts o;
+	struct strata_aread_opts o;  /* its strings point to the copies below */
 	char *path, *what, *io_name, *timeout_key;
 	void *handle;                /* NULL after a failure closed it */
 	uint32_t flags;              /* open() flags in force */
@@ -176,6 +176,10 @@ int strata_aread_open(const struct strata_aread_opts *o, struct strata_aread **o
 		rc = -ENOMEM;
 		goto fail;
 	}
+	a->o.path = a->path;
+	a->o.what = a->what;
+	a->o.io_name = a->io_name;
+	a->o.timeout_key = a->timeout_key;
 	a->flags = o->direct ? STRATA_IO_DIRECT : 0;
 	a->depth = o->depth;
 	if ((rc = open_handle(a))) {
