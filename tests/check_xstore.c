@@ -12,12 +12,17 @@
  * answers or fails with one error naming the file, tensor and offset, and
  * the engine (and the HTTP server over it) goes on serving; a disk that stops
  * answering fails the request after [io] timeout_ms instead of hanging it.
+ * fetch_start() returns while its reads are held back (a gated in-test io
+ * backend), so the layer loop can compute before fetch_wait().
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -190,6 +195,209 @@ START_TEST(same_logits)
 	strata_registry_free(reg);
 	strata_config_free(&c);
 	strata_pool_free(pool);
+	strata_model_free(m);
+}
+END_TEST
+
+/* ---- fetch_start / fetch_wait -------------------------------------------------------- */
+
+/*
+ * An in-test io backend: pread() in reap(), but only once the gate is open
+ * (reap honours its timeout meanwhile, like a disk that is slow to answer).
+ */
+static atomic_int g_gate, g_landed;
+
+struct gio {
+	int fd;
+	uint32_t n;
+	struct strata_io_req *q[64];
+};
+
+static int gio_open(const struct strata_host *host, const char *path, uint32_t flags,
+		    uint32_t depth, void **out)
+{
+	struct gio *g = calloc(1, sizeof(*g));
+
+	(void)host;
+	(void)flags;
+	(void)depth;
+	if (!g)
+		return -ENOMEM;
+	if ((g->fd = open(path, O_RDONLY)) < 0) {
+		free(g);
+		return -errno;
+	}
+	*out = g;
+	return 0;
+}
+
+static void gio_close(void *h)
+{
+	struct gio *g = h;
+
+	close(g->fd);
+	free(g);
+}
+
+static int gio_caps(void *h, struct strata_io_caps *c)
+{
+	(void)h;
+	*c = (struct strata_io_caps){ STRATA_IO_CAP_ASYNC, 64, 1, 1 };
+	return 0;
+}
+
+static int64_t gio_size(void *h)
+{
+	struct stat sb;
+
+	return fstat(((struct gio *)h)->fd, &sb) ? -errno : (int64_t)sb.st_size;
+}
+
+static int gio_submit(void *h, struct strata_io_req *const *reqs, uint32_t n)
+{
+	struct gio *g = h;
+	uint32_t k = 0;
+
+	while (k < n && g->n < 64)
+		g->q[g->n++] = reqs[k++];
+	return (int)k;
+}
+
+static int gio_reap(void *h, struct strata_io_req **done, uint32_t min_done, uint32_t max_done,
+		    int timeout_ms)
+{
+	struct gio *g = h;
+	uint32_t k = 0;
+
+	(void)min_done;
+	for (int waited = 0; !atomic_load(&g_gate); waited++) {
+		if (timeout_ms >= 0 && waited >= timeout_ms)
+			return 0;
+		usleep(1000);
+	}
+	while (g->n && k < max_done) {
+		struct strata_io_req *r = g->q[--g->n];
+		ssize_t got = pread(g->fd, r->buf, r->len, (off_t)r->offset);
+
+		r->result = got < 0 ? -errno : (int32_t)got;
+		done[k++] = r;
+		atomic_fetch_add(&g_landed, 1);
+	}
+	return (int)k;
+}
+
+static const struct strata_io_ops g_gio = {
+	1, gio_open, gio_close, gio_caps, gio_size, gio_submit, gio_reap, NULL,
+};
+
+static void gio_log(const struct strata_host *h, int level, const char *fmt, ...)
+{
+	(void)h;
+	(void)level;
+	(void)fmt;
+}
+
+static const struct strata_host g_gio_host = { .version = 1, .log = gio_log };
+
+/* mats[0..3n) hold the bytes of experts ids[] of layer l as the file has them. */
+static void check_mats(const struct strata_model *m, const char *path, uint32_t l,
+		       const uint32_t *ids, uint32_t n, const struct strata_mat *mats)
+{
+	const struct strata_layer *L = &m->layers[l];
+	const struct strata_experts *part[3] = { &L->gate_exps, &L->up_exps, &L->down_exps };
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	for (uint32_t i = 0; i < n; i++)
+		for (int p = 0; p < 3; p++) {
+			size_t len = part[p]->stride;
+			uint8_t *want = malloc(len);
+
+			ck_assert_ptr_nonnull(want);
+			ck_assert_int_eq(pread(fd, want, len, (off_t)(part[p]->file_off +
+								       (uint64_t)ids[i] * len)),
+					 (ssize_t)len);
+			ck_assert_int_eq(mats[3 * i + p].rows, part[p]->m.rows);
+			ck_assert_msg(!memcmp(mats[3 * i + p].data, want, len),
+				      "expert %u part %d differs from the file", ids[i], p);
+			free(want);
+		}
+	close(fd);
+}
+
+START_TEST(fetch_start_wait)
+{
+	const char *path = model_path("syn-qwen3moe-d256-f32");
+	struct strata_xstore_opts o = { .ops = &g_gio, .host = &g_gio_host, .io_name = "gated-io",
+					.depth = 8, .timeout_ms = 10000 };
+	static const uint32_t ids[3] = { 5, 0, 3 }, bad[1] = { 9999 };
+	struct strata_mat mats[9], other[9];
+	struct strata_xstore_stats st;
+	struct strata_xstore *xs;
+	struct strata_model *m;
+	uint32_t l = 0;
+	double t0;
+	void *base;
+	size_t size;
+
+	ck_assert_int_eq(strata_model_load_ex(path, STRATA_MODEL_STREAM_EXPERTS, &m), 0);
+	while (!m->layers[l].moe)
+		l++;
+	atomic_store(&g_gate, 0);
+	atomic_store(&g_landed, 0);
+	ck_assert_int_eq(strata_xstore_open(m, path, &o, &xs), 0);
+	strata_xstore_memory(xs, &base, &size);
+	ck_assert_uint_eq((uintptr_t)base % 4096, 0);
+	ck_assert_uint_ge(size, 16 * 3 * m->layers[l].up_exps.stride);
+	/* Nothing started: nothing to wait for; bad arguments are refused at once. */
+	ck_assert_int_eq(strata_xstore_fetch_wait(xs), -EINVAL);
+	ck_assert_int_eq(strata_xstore_fetch_start(xs, l, bad, 1, mats), -EINVAL);
+	ck_assert_int_eq(strata_xstore_fetch_start(xs, m->hp.n_layer, ids, 1, mats), -EINVAL);
+	/* The reads are held back: start returns, and the caller runs before they land. */
+	t0 = now_ms();
+	ck_assert_int_eq(strata_xstore_fetch_start(xs, l, ids, 3, mats), 0);
+	ck_assert_msg(now_ms() - t0 < 2000, "fetch_start blocked %.0f ms", now_ms() - t0);
+	ck_assert_int_eq(strata_xstore_fetch_start(xs, l, ids, 3, other), -EBUSY);
+	usleep(30000); /* "compute" */
+	ck_assert_int_eq(atomic_load(&g_landed), 0);
+	for (int p = 0; p < 9; p++)
+		ck_assert_uint_eq((uintptr_t)mats[p].data - (uintptr_t)base < size, 1);
+	atomic_store(&g_gate, 1);
+	ck_assert_int_eq(strata_xstore_fetch_wait(xs), 0);
+	ck_assert_int_gt(atomic_load(&g_landed), 0);
+	check_mats(m, path, l, ids, 3, mats);
+	ck_assert_int_eq(strata_xstore_fetch_wait(xs), -EINVAL);
+	/* Resident now: a start with nothing to read is done at once, with the same bytes. */
+	atomic_store(&g_landed, 0);
+	ck_assert_int_eq(strata_xstore_fetch_start(xs, l, ids, 3, other), 0);
+	ck_assert_int_eq(strata_xstore_fetch_wait(xs), 0);
+	ck_assert_int_eq(atomic_load(&g_landed), 0);
+	ck_assert_mem_eq(other, mats, sizeof(mats));
+	strata_xstore_stats(xs, &st);
+	ck_assert_uint_eq(st.hits, 3);
+	ck_assert_uint_eq(st.misses, 3);
+	ck_assert_uint_eq(st.failures, 0);
+	strata_xstore_close(xs);
+
+	/* A disk that never answers: wait fails with one error naming the expert, after the timeout. */
+	atomic_store(&g_gate, 0);
+	o.timeout_ms = 150;
+	ck_assert_int_eq(strata_xstore_open(m, path, &o, &xs), 0);
+	ck_assert_int_eq(strata_xstore_fetch_start(xs, l, ids + 2, 1, mats), 0);
+	tu_log_capture();
+	ck_assert_int_eq(strata_xstore_fetch_wait(xs), -ETIMEDOUT);
+	tu_log_release();
+	ck_assert_int_eq(tu_log_lines, 1);
+	ck_assert_msg(strstr(tu_log, path) && strstr(tu_log, "expert 3 of layer ") &&
+		      strstr(tu_log, "_exps.weight), ") && strstr(tu_log, "stopped answering"),
+		      "%s", tu_log);
+	/* Then it answers again: the same fetch reads on a fresh handle. */
+	atomic_store(&g_gate, 1);
+	ck_assert_int_eq(strata_xstore_fetch(xs, l, ids + 2, 1, mats), 0);
+	check_mats(m, path, l, ids + 2, 1, mats);
+	/* Closing with a fetch started and not waited for waits for it. */
+	ck_assert_int_eq(strata_xstore_fetch_start(xs, l, ids, 2, mats), 0);
+	strata_xstore_close(xs);
 	strata_model_free(m);
 }
 END_TEST
@@ -462,6 +670,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, same_logits, 0, sizeof(g_models) / sizeof(g_models[0]));
+	tcase_add_test(tc, fetch_start_wait);
 	tcase_add_loop_test(tc, engine_keeps_serving, 0, 2);
 	tcase_add_test(tc, stalled_disk);
 	tcase_add_test(tc, server_keeps_serving);

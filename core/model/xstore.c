@@ -8,6 +8,11 @@
  * flight.  Slots used by the current fetch are the most recently used, and
  * the cache holds at least one layer's experts, so a fetch never evicts what
  * it is about to return.
+ *
+ * The reads go through the shared read path (io/aread.h), on its thread:
+ * fetch_start() plans them on the engine thread (the cache's bookkeeping
+ * never leaves it) and hands the list over; the reader thread touches only
+ * the list and the slot bytes being filled; fetch_wait() takes it back.
  */
 #include "model/xstore.h"
 
@@ -19,11 +24,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "io/aread.h"
 #include "util/log.h"
 
 #define XS_ALIGN 4096u
 #define XS_PIECE (1u << 20)
-#define XS_TRIES 3 /* a read is tried this often before the fetch fails */
 #define XS_NONE UINT32_MAX
 
 static const char *const part_name[3] = { "gate", "up", "down" };
@@ -33,21 +38,18 @@ struct xs_slot {
 	uint32_t prev, next; /* LRU list, least recent first */
 };
 
+/* One piece of one part of an expert; the reader thread's describe() needs only this. */
 struct xs_read {
-	struct strata_io_req req;
-	uint32_t slot;
-	uint32_t need;       /* bytes that must land (less only at the end of the file) */
+	struct strata_aread_req req; /* first: the read path hands it back */
+	uint32_t key;                /* layer * n_expert + expert */
 	uint8_t part;
-	uint8_t tries;
 };
 
 struct strata_xstore {
 	const struct strata_model *m;
 	char *path;
 	struct strata_xstore_opts o;
-	void *handle;                /* NULL until the first miss, and after a failure */
-	uint32_t open_flags;
-	uint32_t depth;
+	struct strata_aread *ar;     /* the file, through the io plugin */
 	uint64_t file_size;
 	uint32_t n_expert;
 	size_t part_room[3];         /* slot bytes per part */
@@ -59,12 +61,16 @@ struct strata_xstore {
 	uint32_t lru, mru;
 	struct xs_read *reads;       /* this fetch's reads */
 	uint32_t n_reads, cap_reads;
-	struct strata_io_req **queue;/* ring of reads to (re)submit, cap_reads long */
-	struct strata_io_req **done;
+	uint32_t next_read;          /* the reader thread's: reads handed to the read path */
+	struct strata_aread_job job;
 	uint32_t *loading;           /* slots this fetch fills */
 	uint32_t n_loading;
+	int started;                 /* fetch_start() without its fetch_wait() yet */
+	int reading;                 /* ... and the started fetch has reads on the reader thread */
 	struct strata_xstore_stats st;
 };
+
+static int open_reads(struct strata_xstore *xs);
 
 static size_t round_up(size_t v, size_t a)
 {
@@ -184,15 +190,12 @@ static int alloc_cache(struct strata_xstore *xs)
 	xs->slots = calloc(xs->n_slots, sizeof(*xs->slots));
 	xs->slot_of = malloc(n_keys * sizeof(*xs->slot_of));
 	xs->reads = calloc(xs->cap_reads, sizeof(*xs->reads));
-	xs->queue = calloc(xs->cap_reads, sizeof(*xs->queue));
-	xs->done = calloc(xs->cap_reads, sizeof(*xs->done));
 	xs->loading = calloc(xs->n_expert, sizeof(*xs->loading));
 	xs->mem = mmap(NULL, (size_t)xs->n_slots * xs->slot_bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (xs->mem == MAP_FAILED)
 		xs->mem = NULL;
-	if (!xs->slots || !xs->slot_of || !xs->reads || !xs->queue || !xs->done ||
-	    !xs->loading || !xs->mem) {
+	if (!xs->slots || !xs->slot_of || !xs->reads || !xs->loading || !xs->mem) {
 		strata_error("%s: out of memory for %u streamed experts (%zu MiB)", xs->path,
 			     xs->n_slots, ((size_t)xs->n_slots * xs->slot_bytes) >> 20);
 		return -ENOMEM;
@@ -207,56 +210,6 @@ static int alloc_cache(struct strata_xstore *xs)
 	return 0;
 }
 
-/* Open the file through the plugin; direct I/O while the file system takes it. */
-static int open_handle(struct strata_xstore *xs)
-{
-	const struct strata_io_ops *ops = xs->o.ops;
-	struct strata_io_caps caps;
-	int64_t size;
-	int rc = ops->open(xs->o.host, xs->path, xs->open_flags, xs->o.depth, &xs->handle);
-
-	if (rc == -EINVAL && (xs->open_flags & STRATA_IO_DIRECT)) {
-		strata_warn("%s: the file system refuses direct I/O: experts are read through "
-			    "the page cache", xs->path);
-		xs->open_flags &= ~STRATA_IO_DIRECT;
-		rc = ops->open(xs->o.host, xs->path, xs->open_flags, xs->o.depth, &xs->handle);
-	}
-	if (rc) {
-		xs->handle = NULL;
-		strata_error("io plugin %s cannot open %s to stream experts: %s", xs->o.io_name,
-			     xs->path, strerror(-rc));
-		return rc;
-	}
-	if ((rc = ops->caps(xs->handle, &caps))) {
-		strata_error("io plugin %s: caps() failed on %s: %s", xs->o.io_name, xs->path,
-			     strerror(-rc));
-		return rc;
-	}
-	if (caps.buf_align > XS_ALIGN || caps.offset_align > XS_ALIGN ||
-	    (caps.offset_align && XS_ALIGN % caps.offset_align)) {
-		strata_error("io plugin %s on %s wants %u-byte aligned reads; expert reads are "
-			     "aligned to %u bytes", xs->o.io_name, xs->path, caps.offset_align,
-			     XS_ALIGN);
-		return -EINVAL;
-	}
-	xs->depth = caps.depth && caps.depth < xs->o.depth ? caps.depth : xs->o.depth;
-	size = ops->size(xs->handle);
-	if (size < 0) {
-		strata_error("io plugin %s: size() failed on %s: %s", xs->o.io_name, xs->path,
-			     strerror((int)-size));
-		return (int)size;
-	}
-	xs->file_size = (uint64_t)size;
-	return 0;
-}
-
-static void close_handle(struct strata_xstore *xs)
-{
-	if (xs->handle)
-		xs->o.ops->close(xs->handle);
-	xs->handle = NULL;
-}
-
 int strata_xstore_open(const struct strata_model *m, const char *path,
 		       const struct strata_xstore_opts *o, struct strata_xstore **out)
 {
@@ -264,7 +217,7 @@ int strata_xstore_open(const struct strata_model *m, const char *path,
 	int rc;
 
 	*out = NULL;
-	if (!o->ops || !o->depth)
+	if (!o->ops || !o->host || !o->depth)
 		return -EINVAL;
 	if (!m->hp.n_expert || !n_moe_layers(m)) {
 		strata_error("%s has no MoE experts to stream", path);
@@ -278,13 +231,12 @@ int strata_xstore_open(const struct strata_model *m, const char *path,
 	xs->m = m;
 	xs->o = *o;
 	xs->n_expert = m->hp.n_expert;
-	xs->open_flags = o->direct ? STRATA_IO_DIRECT : 0;
-	if ((rc = size_cache(xs)) || (rc = alloc_cache(xs)) || (rc = open_handle(xs))) {
+	if ((rc = size_cache(xs)) || (rc = alloc_cache(xs)) || (rc = open_reads(xs))) {
 		strata_xstore_close(xs);
 		return rc;
 	}
 	strata_info("experts streamed from %s through %s%s: %u of %" PRIu64 " in a %.1f MiB cache",
-		    path, o->io_name, xs->open_flags & STRATA_IO_DIRECT ? " (direct)" : "",
+		    path, o->io_name, strata_aread_direct(xs->ar) ? " (direct)" : "",
 		    xs->n_slots, (uint64_t)n_moe_layers(m) * xs->n_expert,
 		    (double)xs->n_slots * xs->slot_bytes / 1048576.0);
 	*out = xs;
@@ -295,7 +247,9 @@ void strata_xstore_close(struct strata_xstore *xs)
 {
 	if (!xs)
 		return;
-	close_handle(xs);
+	if (xs->started)
+		strata_xstore_fetch_wait(xs); /* its error, if any, is logged there */
+	strata_aread_close(xs->ar);
 	if (xs->st.hits + xs->st.misses)
 		strata_info("experts streamed: %" PRIu64 " asked for, %.1f%% cache hits, %" PRIu64
 			    " reads (%.1f MiB), %" PRIu64 " repeated, %" PRIu64 " failed fetches",
@@ -307,8 +261,6 @@ void strata_xstore_close(struct strata_xstore *xs)
 	free(xs->slots);
 	free(xs->slot_of);
 	free(xs->reads);
-	free(xs->queue);
-	free(xs->done);
 	free(xs->loading);
 	free(xs->path);
 	free(xs);
@@ -357,122 +309,55 @@ static void plan_reads(struct strata_xstore *xs, uint32_t s, uint32_t key)
 			uint64_t n = end - at < XS_PIECE ? end - at : XS_PIECE;
 			uint64_t left = xs->file_size > at ? xs->file_size - at : 0;
 
-			*r = (struct xs_read){ .slot = s, .part = (uint8_t)p,
-					       .need = (uint32_t)(n < left ? n : left) };
-			r->req = (struct strata_io_req){ .offset = at, .len = (uint32_t)n,
-							 .buf = part_mem(xs, s, p) + (at - a0) };
+			*r = (struct xs_read){ .key = key, .part = (uint8_t)p };
+			r->req.need = (uint32_t)(n < left ? n : left);
+			r->req.io = (struct strata_io_req){ .offset = at, .len = (uint32_t)n,
+							    .buf = part_mem(xs, s, p) + (at - a0) };
 		}
 	}
 }
 
-/* One clear error for read r that failed for good. */
-static int read_failed(struct strata_xstore *xs, const struct xs_read *r)
-{
-	uint32_t key = xs->slots[r->slot].key;
-	int err = r->req.result < 0 ? r->req.result : -EIO;
+/* ---- the read path's callbacks: on the reader thread ------------------------------- */
 
-	strata_error("%s: reading expert %u of layer %u (blk.%u.ffn_%s_exps.weight, %u bytes at "
-		     "offset %" PRIu64 ") through %s failed %d times: %s", xs->path,
-		     key % xs->n_expert, key / xs->n_expert, key / xs->n_expert,
-		     part_name[r->part], r->req.len, r->req.offset, xs->o.io_name, r->tries,
-		     r->req.result < 0 ? strerror(-r->req.result) : "short read");
-	return err;
+static uint32_t next_reads(void *user, struct strata_aread_req **reqs, uint32_t n)
+{
+	struct strata_xstore *xs = user;
+	uint32_t k = 0;
+
+	while (k < n && xs->next_read < xs->n_reads)
+		reqs[k++] = &xs->reads[xs->next_read++].req;
+	return k;
 }
 
-/* Submit what the queue holds while the depth allows; 0 or -errno. */
-static int submit_some(struct strata_xstore *xs, uint32_t *qh, uint32_t *qn,
-		       uint32_t *inflight)
+static void describe_read(void *user, const struct strata_aread_req *req, char *buf, size_t n)
 {
-	while (*qn && *inflight < xs->depth) {
-		uint32_t k = *qn < xs->depth - *inflight ? *qn : xs->depth - *inflight;
-		int rc;
+	const struct strata_xstore *xs = user;
+	const struct xs_read *r = (const struct xs_read *)(const void *)req; /* req is first */
+	uint32_t layer = r->key / xs->n_expert;
 
-		if (k > xs->cap_reads - *qh)
-			k = xs->cap_reads - *qh; /* up to the ring's end */
-		rc = xs->o.ops->submit(xs->handle, &xs->queue[*qh], k);
-		if (rc == -EAGAIN && *inflight)
-			return 0;
-		if (rc < 0) {
-			strata_error("%s: io plugin %s refused expert reads: %s", xs->path,
-				     xs->o.io_name, strerror(-rc));
-			return rc;
-		}
-		if (rc == 0)
-			return 0;
-		*qh = (*qh + (uint32_t)rc) % xs->cap_reads;
-		*qn -= (uint32_t)rc;
-		*inflight += (uint32_t)rc;
-	}
+	snprintf(buf, n, "expert %u of layer %u (blk.%u.ffn_%s_exps.weight)",
+		 r->key % xs->n_expert, layer, layer, part_name[r->part]);
+}
+
+static int open_reads(struct strata_xstore *xs)
+{
+	struct strata_aread_opts ao = {
+		.ops = xs->o.ops, .host = xs->o.host, .io_name = xs->o.io_name, .path = xs->path,
+		.what = "streamed experts", .depth = xs->o.depth, .align = XS_ALIGN,
+		.timeout_ms = xs->o.timeout_ms ? xs->o.timeout_ms : 30000,
+		.timeout_key = "[io] timeout_ms", .direct = xs->o.direct,
+	};
+	int rc = strata_aread_open(&ao, &xs->ar);
+
+	if (rc)
+		return rc; /* logged */
+	xs->file_size = strata_aread_size(xs->ar);
+	xs->job = (struct strata_aread_job){ .user = xs, .next = next_reads,
+					     .describe = describe_read };
 	return 0;
 }
 
-/*
- * After a failure: wait for the reads still in flight (they write into slots
- * about to be reused).  A handle whose reads do not land in time is closed,
- * which waits for or cancels them; the next fetch opens a fresh one.
- */
-static void drain(struct strata_xstore *xs, uint32_t inflight)
-{
-	while (inflight && xs->handle) {
-		int rc = xs->o.ops->reap(xs->handle, xs->done, inflight, xs->depth,
-					 (int)xs->o.timeout_ms);
-
-		if (rc <= 0)
-			close_handle(xs);
-		else
-			inflight -= (uint32_t)rc;
-	}
-}
-
-/* Run this fetch's reads to the end; a failed or short read is repeated. */
-static int run_reads(struct strata_xstore *xs)
-{
-	uint32_t qh = 0, qn = xs->n_reads, inflight = 0, landed = 0;
-	int err = 0;
-
-	for (uint32_t i = 0; i < xs->n_reads; i++)
-		xs->queue[i] = &xs->reads[i].req;
-	while (landed < xs->n_reads && !err) {
-		int got;
-
-		if ((err = submit_some(xs, &qh, &qn, &inflight)))
-			break;
-		got = xs->o.ops->reap(xs->handle, xs->done, 1, xs->depth, (int)xs->o.timeout_ms);
-		if (got < 0) {
-			strata_error("%s: io plugin %s failed while reading experts: %s", xs->path,
-				     xs->o.io_name, strerror(-got));
-			close_handle(xs);
-			return got;
-		}
-		if (got == 0) {
-			strata_error("%s: no expert read landed for %u ms through %s (%u in flight): "
-				     "the disk stopped answering ([io] timeout_ms)", xs->path,
-				     xs->o.timeout_ms, xs->o.io_name, inflight);
-			close_handle(xs);
-			return -ETIMEDOUT;
-		}
-		inflight -= (uint32_t)got;
-		for (int i = 0; i < got; i++) {
-			struct xs_read *r = (struct xs_read *)xs->done[i]; /* req is first */
-
-			r->tries++;
-			if (r->req.result >= 0 && (uint32_t)r->req.result >= r->need) {
-				landed++;
-				xs->st.reads++;
-				xs->st.bytes += r->need;
-			} else if (r->tries >= XS_TRIES) {
-				if (!err)
-					err = read_failed(xs, r);
-			} else if (!err) {
-				xs->st.retries++;
-				xs->queue[(qh + qn++) % xs->cap_reads] = &r->req;
-			}
-		}
-	}
-	if (err)
-		drain(xs, inflight);
-	return err;
-}
+/* ---- fetching: on the engine thread ------------------------------------------------- */
 
 /* A failed fetch: forget the slots it was filling. */
 static void drop_loading(struct strata_xstore *xs)
@@ -488,15 +373,22 @@ static void drop_loading(struct strata_xstore *xs)
 	xs->st.failures++;
 }
 
-int strata_xstore_fetch(struct strata_xstore *xs, uint32_t layer, const uint32_t *ids,
-			uint32_t n, struct strata_mat *mats)
+int strata_xstore_fetch_start(struct strata_xstore *xs, uint32_t layer, const uint32_t *ids,
+			      uint32_t n, struct strata_mat *mats)
 {
-	const struct strata_layer *L = &xs->m->layers[layer];
-	int rc = 0;
+	const struct strata_layer *L;
+	int rc;
 
-	if (n > xs->n_expert || !L->moe)
+	if (xs->started)
+		return -EBUSY;
+	if (layer >= xs->m->hp.n_layer || n > xs->n_expert || !xs->m->layers[layer].moe ||
+	    (n && (!ids || !mats)))
 		return -EINVAL;
-	xs->n_reads = xs->n_loading = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (ids[i] >= xs->n_expert)
+			return -EINVAL;
+	L = &xs->m->layers[layer];
+	xs->n_reads = xs->n_loading = xs->next_read = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t key = layer * xs->n_expert + ids[i], s = xs->slot_of[key];
 
@@ -523,13 +415,51 @@ int strata_xstore_fetch(struct strata_xstore *xs, uint32_t layer, const uint32_t
 			mats[3 * i + p].data = part_mem(xs, s, p) + (off % XS_ALIGN);
 		}
 	}
-	if (!xs->n_reads)
+	xs->started = 1;
+	xs->reading = xs->n_reads > 0;
+	if (xs->reading) {
+		xs->job.reads = xs->job.bytes = xs->job.retries = 0;
+		rc = strata_aread_start(xs->ar, &xs->job);
+		if (rc) { /* cannot happen: this store starts one job at a time */
+			xs->started = xs->reading = 0;
+			drop_loading(xs);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int strata_xstore_fetch_wait(struct strata_xstore *xs)
+{
+	int rc;
+
+	if (!xs->started)
+		return -EINVAL;
+	xs->started = 0;
+	if (!xs->reading)
 		return 0;
-	if (!xs->handle)
-		rc = open_handle(xs);
-	if (!rc)
-		rc = run_reads(xs);
-	if (rc)
+	xs->reading = 0;
+	rc = strata_aread_wait(xs->ar);
+	xs->st.reads += xs->job.reads;
+	xs->st.bytes += xs->job.bytes;
+	xs->st.retries += xs->job.retries;
+	if (rc) {
+		strata_error("%s", strata_aread_error(xs->ar));
 		drop_loading(xs);
+	}
 	return rc;
+}
+
+int strata_xstore_fetch(struct strata_xstore *xs, uint32_t layer, const uint32_t *ids,
+			uint32_t n, struct strata_mat *mats)
+{
+	int rc = strata_xstore_fetch_start(xs, layer, ids, n, mats);
+
+	return rc ? rc : strata_xstore_fetch_wait(xs);
+}
+
+void strata_xstore_memory(const struct strata_xstore *xs, void **base, size_t *size)
+{
+	*base = xs->mem;
+	*size = (size_t)xs->n_slots * xs->slot_bytes;
 }

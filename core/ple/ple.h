@@ -186,9 +186,7 @@ int strata_ple_reader_open(struct strata_registry *reg, const struct strata_ple_
 /*
  * Stop the threads and free the reader.  Every started chunk must have been
  * waited for (a chunk still queued is dropped; the one being read is
- * finished first); chunks may be freed before or after.  When the disk
- * stopped answering (-ETIMEDOUT), closing the io handles may block until
- * the kernel gives the lost reads back.  NULL is a no-op.
+ * finished first); chunks may be freed before or after.  NULL is a no-op.
  */
 void strata_ple_reader_close(struct strata_ple_reader *r);
 
@@ -228,11 +226,12 @@ int strata_ple_start_tokens(struct strata_ple_chunk *c, const struct strata_ple_
 
 /*
  * Block until c's rows are decoded into out.  Returns 0, or the chunk's
- * error after it was logged once (-EIO with the file and offset of a read
- * that failed twice, -ETIMEDOUT when the disk stopped answering and
- * for every later chunk of that reader -EIO, -ENOMEM when the chunk's plan
- * did not fit in memory); on error out holds no
- * half-read rows: every row is either decoded or zeros.  -EINVAL when c
+ * error after it was logged once: the read path's (io/aread.h: -EIO or the
+ * read's own error, with the file, the offset and the rows, for a read that
+ * failed STRATA_AREAD_TRIES times; -ETIMEDOUT when no read landed for
+ * o->timeout_ms, after which that reader reads on a fresh io handle), or
+ * -ENOMEM when the chunk's plan did not fit in memory.  On error out holds
+ * no half-read rows: every row is either decoded or zeros.  -EINVAL when c
  * was not started.  Logs the stats line (o->stats) and the trace (o->trace).
  */
 int strata_ple_wait(struct strata_ple_chunk *c);

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "io/aread.h"
 #include "ple/ple.h"
 
 #define PLE_GROUP 32             /* miss rows decoded together */
@@ -132,26 +133,27 @@ struct ple_plan {
 
 /* ---- the reader ------------------------------------------------------------------ */
 
+/* One page read: a page buffer, and the job it reads for while in flight. */
 struct ple_io_slot {
-	struct strata_io_req req;
-	uint64_t t_sub;
+	struct strata_aread_req req; /* first: the read path hands it back */
 	uint32_t job;
-	uint16_t tries;
-	uint16_t flying; /* accepted by submit(), not reaped yet */
 };
 
-/* A thread that reads page jobs on its own io handle (the dispatcher has one too). */
+/*
+ * A thread that reads page jobs through its own read path (io/aread.h: one
+ * io handle; the dispatcher has one too), or copies them out of the mapping.
+ */
 struct ple_worker {
 	struct strata_ple_reader *r;
 	pthread_t th;
 	int started;
-	void *handle;
-	uint32_t depth;
+	struct strata_aread *ar;     /* NULL with the mapping */
+	uint32_t depth;              /* slots in use: the read path's depth */
 	uint8_t *bufs;               /* depth pages, aligned */
 	struct ple_io_slot *slots;   /* depth */
-	struct strata_io_req **reqs; /* depth: submit batch / reap results */
 	struct ple_io_slot **freel;  /* free slots, a stack */
-	struct ple_io_slot **backlog;/* taken, not yet accepted by submit() */
+	uint32_t n_free;
+	int exhausted;               /* no page job left for this worker */
 	struct ple_hist lat;
 	uint64_t retries, reads;
 };
@@ -186,7 +188,6 @@ struct strata_ple_reader {
 	const struct strata_io_ops *ops;
 	const struct strata_host *host;
 	struct strata_host own_host;
-	uint32_t open_flags;
 	const uint8_t *map;
 	size_t map_len;
 	struct ple_cache cache;
@@ -205,8 +206,6 @@ struct strata_ple_reader {
 	int stop;
 	uint64_t work_gen;
 	uint32_t busy;
-	_Atomic int broken;       /* a read never came back: refuse further chunks
-				   * (atomic: every reader that times out sets it) */
 	/* the chunk being read */
 	struct strata_ple_chunk *cur;
 	_Atomic uint32_t next_job;
@@ -233,7 +232,7 @@ void ple_plan_decode_group(struct strata_ple_reader *r, struct strata_ple_chunk 
 void ple_plan_zero_unfinished(struct strata_ple_reader *r, struct strata_ple_chunk *c);
 void ple_plan_free(struct ple_plan *p);
 
-/* Worker resources for `depth` reads in flight on an open handle. */
+/* Worker resources for up to `depth` reads in flight; w->ar is opened by the caller. */
 int ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t depth);
 void ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w);
 /* Read page jobs of r->cur until none is left or the chunk failed. */
@@ -241,7 +240,10 @@ void ple_worker_run(struct ple_worker *w);
 /* The same through the mapping. */
 void ple_worker_run_mmap(struct ple_worker *w);
 
-/* Record the chunk's first error (logged once, here); later ones are dropped. */
+/*
+ * Record the chunk's first error (logged once, here: several readers may
+ * fail the same chunk); later ones are dropped.
+ */
 void ple_fail(struct strata_ple_reader *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

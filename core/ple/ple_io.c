@@ -1,14 +1,15 @@
 /*
- * ple_io.c - one reader's loop: take page jobs, keep `depth` reads in flight
- * on its own io handle, copy each landed page into the rows that use it, and
- * decode a group of rows when its last page lands.
+ * ple_io.c - one reader's work: take page jobs, read them through its own
+ * read path (io/aread.h: `depth` reads in flight on its own io handle, the
+ * retries, the timeout and the messages are the read path's), copy each
+ * landed page into the rows that use it, and decode a group of rows when its
+ * last page lands.
  *
  * Jobs are taken one at a time from a shared counter, so the readers work
  * through the chunk in first-use order and the early groups finish first.
- * A failed or short read is repeated once; a second failure fails the chunk
- * with the file and offset, the reader stops taking jobs and drains what is
- * in flight.  A disk that stops answering altogether fails the chunk after
- * the timeout instead of hanging it.
+ * The first reader whose read fails for good (or whose disk stops
+ * answering) fails the chunk with the read path's message; the others see
+ * it, stop taking jobs and drain what they have in flight.
  */
 #define _GNU_SOURCE
 #include "ple/ple_int.h"
@@ -41,29 +42,25 @@ int ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t 
 	w->r = r;
 	w->depth = depth;
 	w->slots = calloc(depth, sizeof(*w->slots));
-	w->reqs = calloc(depth, sizeof(*w->reqs));
 	w->freel = calloc(depth, sizeof(*w->freel));
-	w->backlog = calloc(depth, sizeof(*w->backlog));
-	if (!w->slots || !w->reqs || !w->freel || !w->backlog)
+	if (!w->slots || !w->freel)
 		return -ENOMEM;
 	if (r->map)
 		return 0;
 	if (posix_memalign((void **)&w->bufs, STRATA_PLE_PAGE, (size_t)depth * STRATA_PLE_PAGE))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < depth; i++)
-		w->slots[i].req.buf = w->bufs + (size_t)i * STRATA_PLE_PAGE;
+		w->slots[i].req.io.buf = w->bufs + (size_t)i * STRATA_PLE_PAGE;
 	return 0;
 }
 
 void ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w)
 {
-	if (w->handle)
-		r->ops->close(w->handle);
+	(void)r;
+	strata_aread_close(w->ar);
 	free(w->bufs);
 	free(w->slots);
-	free(w->reqs);
 	free(w->freel);
-	free(w->backlog);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -92,154 +89,85 @@ static void note_first_submit(struct strata_ple_reader *r)
 		atomic_compare_exchange_strong(&r->t_first_sub, &zero, ple_now_ns());
 }
 
-/* A reaped read: good -> copy it out; bad -> once more, then fail the chunk. */
-static void complete(struct ple_worker *w, struct ple_io_slot *s, uint32_t *n_free,
-		     uint32_t *n_bl)
-{
-	struct strata_ple_reader *r = w->r;
-	int32_t res = s->req.result;
-	uint32_t need = r->plan.job_need[s->job];
+/* ---- the read path's callbacks ---------------------------------------------------- */
 
-	if (res < 0 || (uint32_t)res < need) {
-		if (s->tries == 0 && !atomic_load(&r->failed)) {
-			s->tries = 1;
-			s->req.result = 0;
-			w->retries++;
-			w->backlog[(*n_bl)++] = s;
-			return;
+/*
+ * The next page jobs of the chunk, into free slots.  There are always n free
+ * ones: the read path asks for depth minus the reads it holds, and every
+ * slot it does not hold is on the free list; so 0 means no job is left.
+ */
+static uint32_t next_pages(void *user, struct strata_aread_req **reqs, uint32_t n)
+{
+	struct ple_worker *w = user;
+	struct strata_ple_reader *r = w->r;
+	struct ple_plan *p = &r->plan;
+	uint32_t k = 0;
+
+	while (k < n && w->n_free && !w->exhausted) {
+		uint32_t j = atomic_fetch_add_explicit(&r->next_job, 1, memory_order_relaxed);
+		struct ple_io_slot *s;
+
+		if (j >= p->n_jobs) {
+			w->exhausted = 1;
+			break;
 		}
-		if (res < 0)
-			ple_fail(r, -EIO, "%s: reading %u bytes at offset %llu failed twice: %s",
-				 r->path, s->req.len, (unsigned long long)s->req.offset,
-				 strerror(-res));
-		else
-			ple_fail(r, -EIO, "%s: short read at offset %llu, twice: %d of the %u "
-				 "bytes the rows need (did the file shrink?)", r->path,
-				 (unsigned long long)s->req.offset, res, need);
-		w->freel[(*n_free)++] = s;
-		return;
+		s = w->freel[--w->n_free];
+		s->job = j;
+		s->req.io.offset = (uint64_t)p->job_page[j] * STRATA_PLE_PAGE;
+		s->req.io.len = STRATA_PLE_PAGE;
+		s->req.need = p->job_need[j];
+		reqs[k++] = &s->req;
 	}
-	ple_hist_add(&w->lat, ple_now_ns() - s->t_sub);
+	if (k)
+		note_first_submit(r);
+	return k;
+}
+
+static void page_landed(void *user, struct strata_aread_req *req)
+{
+	struct ple_worker *w = user;
+	struct ple_io_slot *s = (struct ple_io_slot *)(void *)req; /* req is first */
+
+	ple_hist_add(&w->lat, ple_now_ns() - req->t_sub);
 	w->reads++;
-	copy_uses(r, s->job, s->req.buf);
-	w->freel[(*n_free)++] = s;
+	copy_uses(w->r, s->job, req->io.buf);
+	w->freel[w->n_free++] = s;
 }
 
-/* Queue the backlog; returns -1 when the chunk failed here. */
-static int submit_backlog(struct ple_worker *w, uint32_t *n_bl, uint32_t *inflight)
+/* "PLE rows 744-781": the rows whose bytes lie in the page. */
+static void describe_page(void *user, const struct strata_aread_req *req, char *buf, size_t n)
 {
-	struct strata_ple_reader *r = w->r;
-	uint64_t t = ple_now_ns();
-	int k;
+	const struct strata_ple_reader *r = ((const struct ple_worker *)user)->r;
+	uint64_t a = req->io.offset, b = a + STRATA_PLE_PAGE; /* [a, b) */
+	uint64_t lo = a > r->base ? (a - r->base) / r->rb : 0;
+	uint64_t hi = b > r->base ? (b - 1 - r->base) / r->rb : 0;
 
-	for (uint32_t i = 0; i < *n_bl; i++) {
-		w->reqs[i] = &w->backlog[i]->req;
-		w->backlog[i]->t_sub = t;
-	}
-	k = r->ops->submit(w->handle, w->reqs, *n_bl);
-	if (k < 0 || (k == 0 && *inflight == 0)) {
-		ple_fail(r, k < 0 ? k : -EIO, "%s: the io plugin refused to queue reads at "
-			 "offset %llu: %s", r->path,
-			 (unsigned long long)w->backlog[0]->req.offset,
-			 k < 0 ? strerror(-k) : "nothing accepted with nothing in flight");
-		return -1;
-	}
-	if ((uint32_t)k > *n_bl)
-		k = (int)*n_bl;
-	note_first_submit(r);
-	for (int i = 0; i < k; i++)
-		w->backlog[i]->flying = 1;
-	memmove(w->backlog, w->backlog + k, (*n_bl - (uint32_t)k) * sizeof(*w->backlog));
-	*n_bl -= (uint32_t)k;
-	*inflight += (uint32_t)k;
-	return 0;
+	if (hi >= r->n_rows)
+		hi = r->n_rows - 1;
+	snprintf(buf, n, "PLE rows %llu-%llu", (unsigned long long)lo, (unsigned long long)hi);
 }
 
-/* The oldest read in flight, for the timeout message. */
-static uint64_t oldest_offset(const struct ple_worker *w)
+static int chunk_failed(void *user)
 {
-	uint64_t best_t = UINT64_MAX, off = 0;
-
-	for (uint32_t i = 0; i < w->depth; i++)
-		if (w->slots[i].flying && w->slots[i].t_sub < best_t) {
-			best_t = w->slots[i].t_sub;
-			off = w->slots[i].req.offset;
-		}
-	return off;
+	return atomic_load_explicit(&((struct ple_worker *)user)->r->failed, memory_order_relaxed);
 }
 
 void ple_worker_run(struct ple_worker *w)
 {
-	struct strata_ple_reader *r = w->r;
-	struct ple_plan *p = &r->plan;
-	uint32_t n_free = w->depth, n_bl = 0, inflight = 0, tmo = r->o.timeout_ms;
-	uint64_t last = ple_now_ns();
-	int exhausted = 0;
+	struct strata_aread_job job = {
+		.user = w, .next = next_pages, .landed = page_landed, .describe = describe_page,
+		.cancelled = chunk_failed,
+	};
+	int rc;
 
-	for (uint32_t i = 0; i < w->depth; i++) {
-		w->freel[i] = &w->slots[i];
-		w->slots[i].flying = 0;
-	}
-	for (;;) {
-		int failed = atomic_load_explicit(&r->failed, memory_order_relaxed);
-		int n;
-
-		while (!exhausted && !failed && n_free > 0) {
-			uint32_t j = atomic_fetch_add_explicit(&r->next_job, 1, memory_order_relaxed);
-			struct ple_io_slot *s;
-
-			if (j >= p->n_jobs) {
-				exhausted = 1;
-				break;
-			}
-			s = w->freel[--n_free];
-			s->job = j;
-			s->tries = 0;
-			s->req.offset = (uint64_t)p->job_page[j] * STRATA_PLE_PAGE;
-			s->req.len = STRATA_PLE_PAGE;
-			s->req.result = 0;
-			w->backlog[n_bl++] = s;
-		}
-		if (failed)
-			while (n_bl)
-				w->freel[n_free++] = w->backlog[--n_bl];
-		if (n_bl && submit_backlog(w, &n_bl, &inflight)) {
-			while (n_bl)
-				w->freel[n_free++] = w->backlog[--n_bl];
-			continue; /* drain what is in flight */
-		}
-		if (inflight == 0) {
-			if (n_bl == 0 && (exhausted || failed))
-				break;
-			continue;
-		}
-		n = r->ops->reap(w->handle, w->reqs, 1, w->depth, 100);
-		if (n < 0) {
-			ple_fail(r, n, "%s: the io plugin failed while reading: %s", r->path,
-				 strerror(-n));
-			r->broken = 1;
-			break;
-		}
-		if (n == 0) {
-			if (ple_now_ns() - last > (uint64_t)tmo * 1000000ull) {
-				ple_fail(r, -ETIMEDOUT, "%s: no read finished in %u ms (the oldest "
-					 "is at offset %llu): the disk stopped answering", r->path,
-					 tmo, (unsigned long long)oldest_offset(w));
-				r->broken = 1;
-				break;
-			}
-			continue;
-		}
-		last = ple_now_ns();
-		for (int i = 0; i < n; i++) {
-			/* req is the slot's first member. */
-			struct ple_io_slot *s = (struct ple_io_slot *)(void *)w->reqs[i];
-
-			inflight--;
-			s->flying = 0;
-			complete(w, s, &n_free, &n_bl);
-		}
-	}
+	w->n_free = 0;
+	w->exhausted = 0;
+	for (uint32_t i = 0; i < w->depth; i++)
+		w->freel[w->n_free++] = &w->slots[i];
+	rc = strata_aread_run(w->ar, &job);
+	w->retries += job.retries;
+	if (rc && rc != -ECANCELED)
+		ple_fail(w->r, rc, "%s", strata_aread_error(w->ar));
 }
 
 void ple_worker_run_mmap(struct ple_worker *w)

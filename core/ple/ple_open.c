@@ -185,58 +185,44 @@ static int check_ops(const struct strata_ple_reader *r, const char *name)
 	return 0;
 }
 
-/* Open w's handle on the table, with the direct flag while the file system takes it. */
-static int open_handle(struct strata_ple_reader *r, struct ple_worker *w, const char *name)
+/*
+ * Open w's read path on the table.  The first one (the dispatcher's) finds
+ * out whether the file system takes direct I/O; the readers after it open
+ * the same way, so a refusal is warned about once.
+ */
+static int open_reads(struct strata_ple_reader *r, struct ple_worker *w, const char *name,
+		      int direct)
 {
-	struct strata_io_caps caps;
-	int64_t size;
-	int rc = r->ops->open(r->host, r->path, r->open_flags, r->o.depth, &w->handle);
+	struct strata_aread_opts ao = {
+		.ops = r->ops, .host = r->host, .io_name = name, .path = r->path,
+		.what = "PLE rows", .depth = w->depth, .align = STRATA_PLE_PAGE,
+		.timeout_ms = r->o.timeout_ms, .direct = direct,
+	};
+	void **bufs;
+	size_t *lens;
+	uint64_t need = r->base + r->n_rows * r->rb;
+	int rc = strata_aread_open(&ao, &w->ar);
 
-	if (rc == -EINVAL && (r->open_flags & STRATA_IO_DIRECT)) {
-		strata_warn("%s: the file system refuses direct I/O: PLE rows are read "
-			    "through the page cache", r->path);
-		r->open_flags &= ~STRATA_IO_DIRECT;
-		rc = r->ops->open(r->host, r->path, r->open_flags, r->o.depth, &w->handle);
-	}
-	if (rc) {
-		w->handle = NULL;
-		strata_error("io plugin %s cannot open the PLE table %s: %s", name, r->path,
-			     strerror(-rc));
-		return rc;
-	}
-	rc = r->ops->caps(w->handle, &caps);
-	if (rc) {
-		strata_error("io plugin %s: caps() failed on %s: %s", name, r->path, strerror(-rc));
-		return rc;
-	}
-	if (caps.buf_align > STRATA_PLE_PAGE || caps.offset_align > STRATA_PLE_PAGE ||
-	    (caps.offset_align && STRATA_PLE_PAGE % caps.offset_align)) {
-		strata_error("io plugin %s on %s wants %u-byte aligned reads; PLE reads are "
-			     "4096-byte pages", name, r->path, caps.offset_align);
+	if (rc)
+		return rc; /* logged */
+	if (strata_aread_size(w->ar) < need) {
+		strata_error("io plugin %s sees %llu bytes in %s, fewer than the PLE table needs "
+			     "(%llu)", name, (unsigned long long)strata_aread_size(w->ar), r->path,
+			     (unsigned long long)need);
 		return -EINVAL;
 	}
-	size = r->ops->size(w->handle);
-	if (size < 0 || (uint64_t)size < r->base + r->n_rows * r->rb) {
-		strata_error("io plugin %s sees %lld bytes in %s, fewer than the PLE table needs",
-			     name, (long long)size, r->path);
-		return size < 0 ? (int)size : -EINVAL;
+	w->depth = strata_aread_depth(w->ar);
+	bufs = malloc(w->depth * sizeof(*bufs));
+	lens = malloc(w->depth * sizeof(*lens));
+	for (uint32_t i = 0; bufs && lens && i < w->depth; i++) {
+		bufs[i] = w->slots[i].req.io.buf;
+		lens[i] = STRATA_PLE_PAGE;
 	}
-	if (caps.depth && caps.depth < w->depth)
-		w->depth = caps.depth;
-	if ((caps.flags & STRATA_IO_CAP_FIXED_BUFFERS) && r->ops->register_buffers) {
-		void **bufs = malloc(w->depth * sizeof(*bufs));
-		size_t *lens = malloc(w->depth * sizeof(*lens));
-
-		for (uint32_t i = 0; bufs && lens && i < w->depth; i++) {
-			bufs[i] = w->slots[i].req.buf;
-			lens[i] = STRATA_PLE_PAGE;
-		}
-		/* Only an optimisation: reads work without it. */
-		if (bufs && lens && (rc = r->ops->register_buffers(w->handle, bufs, lens, w->depth)))
-			strata_debug("io plugin %s: register_buffers: %s", name, strerror(-rc));
-		free(bufs);
-		free(lens);
-	}
+	/* Only an optimisation: reads work without it. */
+	if (bufs && lens)
+		strata_aread_register(w->ar, bufs, lens, w->depth);
+	free(bufs);
+	free(lens);
 	return 0;
 }
 
@@ -248,14 +234,16 @@ static int setup_workers(struct strata_ple_reader *r, const char *name)
 	r->workers = calloc(n ? n : 1, sizeof(*r->workers));
 	if (!r->workers)
 		return -ENOMEM;
+	/* The dispatcher's first: the readers open the way it could. */
 	for (uint32_t i = 0; i <= n; i++) {
-		struct ple_worker *w = i < n ? &r->workers[i] : &r->main;
+		struct ple_worker *w = i == 0 ? &r->main : &r->workers[i - 1];
 
 		if ((rc = ple_worker_init(r, w, r->o.depth))) {
 			strata_error("%s: out of memory for the PLE readers", r->path);
 			return rc;
 		}
-		if (!r->map && (rc = open_handle(r, w, name)))
+		if (!r->map &&
+		    (rc = open_reads(r, w, name, i == 0 || strata_aread_direct(r->main.ar))))
 			return rc;
 	}
 	return 0;
@@ -277,7 +265,6 @@ int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
 	if (r->o.io == STRATA_PLE_IO_MMAP) {
 		rc = map_table(r);
 	} else {
-		r->open_flags = STRATA_IO_DIRECT;
 		if (!(rc = load_io(r, reg, &name)))
 			rc = check_ops(r, name);
 	}
@@ -297,7 +284,7 @@ int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
 	snprintf(r->io_name, sizeof(r->io_name), "%s", name);
 	cache_rows = ple_cache_capacity(&r->cache);
 	snprintf(r->desc, sizeof(r->desc), "%s%s, %u readers x %u in flight, row cache %llu rows",
-		 name, r->map ? "" : (r->open_flags & STRATA_IO_DIRECT) ? " (direct)" : " (buffered)",
+		 name, r->map ? "" : strata_aread_direct(r->main.ar) ? " (direct)" : " (buffered)",
 		 r->o.readers, r->map ? 1 : r->main.depth, (unsigned long long)cache_rows);
 	return 0;
 }

@@ -125,12 +125,7 @@ static void process(struct strata_ple_reader *r, struct strata_ple_chunk *c)
 	atomic_store(&r->t_first_sub, 0);
 	r->err = 0;
 	r->cur = c;
-	if (r->broken) {
-		strata_error("%s: PLE reader disabled: an earlier read never came back", r->path);
-		rc = -EIO;
-	} else {
-		rc = ple_plan_chunk(r, c);
-	}
+	rc = ple_plan_chunk(r, c);
 	c->t_sub = ple_now_ns(); /* until a read is queued: planning is the submit cost */
 	if (!rc) {
 		batched = r->o.readers > 0 && c->n >= r->o.batch_rows;
