@@ -238,8 +238,9 @@ static int alloc_host_scratch(struct strata_ctx *c)
 	c->xmats = calloc(3 * ne, sizeof(*c->xmats));
 	c->items = calloc(2 * ne + 3, sizeof(*c->items));
 	c->xt = calloc(4 * ne, sizeof(*c->xt));
+	c->ready = calloc(ne, sizeof(*c->ready));
 	if (!c->count || !c->start || !c->order || !c->h_ids || !c->h_w || !c->h_tok ||
-	    !c->h_tokw || !c->xw || !c->xw_buf || !c->xmats || !c->items || !c->xt)
+	    !c->h_tokw || !c->xw || !c->xw_buf || !c->xmats || !c->items || !c->xt || !c->ready)
 		return -ENOMEM;
 	return 0;
 }
@@ -297,6 +298,7 @@ void strata_ctx_free(struct strata_ctx *c)
 	free(c->xmats);
 	free(c->items);
 	free(c->xt);
+	free(c->ready);
 	free(c);
 }
 

@@ -74,6 +74,7 @@ struct strata_ctx {
 	struct strata_mat *xmats;    /* [3 * n_expert] xstore's answer */
 	struct strata_matmul_item *items; /* [2 * n_expert + 3] */
 	struct strata_tensor *xt;    /* [4 * n_expert] per active expert: rows, g, u, d views */
+	uint8_t *ready;              /* [n_expert] per active expert: streamed and resident now */
 	void *ev[3];                 /* device events: xn out, route out, expert output in */
 	struct strata_placement_stats st;
 };

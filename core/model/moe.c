@@ -13,7 +13,9 @@
  * computes the others on the CPU (xn copied out as soon as the router ran;
  * their sum copied back and added): the device's queue and the CPU work at
  * the same time, and only activations cross the link.  Streamed experts
- * (xstore) are the CPU's: fetched for the CPU part only.
+ * (xstore) are the CPU's: their reads start as soon as the layer is routed
+ * (on the store's reader thread), the resident ones are computed while the
+ * rest load, then those: a miss costs its read only beyond that compute.
  */
 #include "model/moe.h"
 
@@ -122,8 +124,13 @@ static void group(struct strata_ctx *c, uint32_t l, const int32_t *ids, const fl
 		}
 }
 
-/* The weights of part p's experts into c->xw[3i..3i+2] (i: index in c->order). */
-static int expert_weights(struct strata_ctx *c, uint32_t l, const struct xpart *p)
+/*
+ * The weights of part p's experts into c->xw[3i..3i+2] (i: index in
+ * c->order).  Streamed experts (the CPU's, with a store): their fetch starts
+ * here, and returns at once; those already resident are usable now
+ * (strata_xstore_fetch_ready), the rest after part_finish()'s wait.
+ */
+static int part_begin(struct strata_ctx *c, uint32_t l, const struct xpart *p)
 {
 	const struct pl_layer *L = &c->L[l];
 	int rc;
@@ -137,9 +144,14 @@ static int expert_weights(struct strata_ctx *c, uint32_t l, const struct xpart *
 							   : strata_t_expert(&L->xh[q], c->order[i]);
 		return 0;
 	}
-	rc = strata_xstore_fetch(c->xs, l, c->order + p->e0, p->e1 - p->e0, c->xmats + 3 * p->e0);
+	if (p->e1 == p->e0)
+		return 0;
+	rc = strata_xstore_fetch_start(c->xs, l, c->order + p->e0, p->e1 - p->e0,
+				       c->xmats + 3 * p->e0);
 	if (rc)
 		return rc;
+	for (uint32_t i = p->e0; i < p->e1; i++)
+		c->ready[i] = (uint8_t)strata_xstore_fetch_ready(c->xs, i - p->e0);
 	for (uint32_t i = 3 * p->e0; i < 3 * p->e1; i++) {
 		const struct strata_mat *m = &c->xmats[i];
 
@@ -155,12 +167,31 @@ static int expert_weights(struct strata_ctx *c, uint32_t l, const struct xpart *
 	return 0;
 }
 
-/* Gate and up of every expert of p (and the shared expert), SwiGLU, then every down. */
+/* part_begin() started a fetch that part_finish() has not waited for. */
+static int streaming(const struct strata_ctx *c, const struct xpart *p)
+{
+	return c->xs && p->be == c->cpu && p->e1 > p->e0;
+}
+
+/* Which of a part's experts one products() pass takes. */
+enum pass { PASS_ALL, PASS_READY, PASS_REST };
+
+static int in_pass(const struct strata_ctx *c, uint32_t i, enum pass ps)
+{
+	return ps == PASS_ALL || (ps == PASS_READY) == (c->ready[i] != 0);
+}
+
+/*
+ * Gate and up of p's experts in this pass (and the shared expert, but in
+ * PASS_REST), SwiGLU, then their downs.  Each expert's slots are its own,
+ * so the passes may split the experts any way: every product is the same.
+ */
 static int products(struct strata_ctx *c, uint32_t l, const struct xpart *p, uint32_t n,
-		    struct strata_tensor *out)
+		    struct strata_tensor *out, enum pass ps)
 {
 	const struct pl_layer *L = &c->L[l];
 	struct ws *w = p->w;
+	const int shexp = p->shexp && ps != PASS_REST;
 	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n), gs = strata_t_cols(&w->gs, 0, n);
 	struct strata_tensor us = strata_t_cols(&w->us, 0, n), sg = strata_t_cols(&w->sg, 0, n);
 	struct strata_tensor g = strata_t_cols(&w->g, p->m0, p->m1 - p->m0);
@@ -173,6 +204,8 @@ static int products(struct strata_ctx *c, uint32_t l, const struct xpart *p, uin
 		const uint32_t x = c->order[i], s0 = c->start[x], cnt = c->count[x];
 		struct strata_tensor *t = &c->xt[4 * i];
 
+		if (!in_pass(c, i, ps))
+			continue;
 		t[0] = strata_t_span(&w->tok, s0, cnt);
 		t[1] = strata_t_cols(&w->g, s0, cnt);
 		t[2] = strata_t_cols(&w->u, s0, cnt);
@@ -180,7 +213,7 @@ static int products(struct strata_ctx *c, uint32_t l, const struct xpart *p, uin
 		it[ni++] = (struct strata_matmul_item){ &c->xw[3 * i], &xn, &t[0], &t[1] };
 		it[ni++] = (struct strata_matmul_item){ &c->xw[3 * i + 1], &xn, &t[0], &t[2] };
 	}
-	if (p->shexp) {
+	if (shexp) {
 		it[ni++] = (struct strata_matmul_item){ &L->gate_shexp, &xn, NULL, &gs };
 		it[ni++] = (struct strata_matmul_item){ &L->up_shexp, &xn, NULL, &us };
 		if (t_has(&L->gate_inp_shexp))
@@ -189,15 +222,20 @@ static int products(struct strata_ctx *c, uint32_t l, const struct xpart *p, uin
 	mm.p.mm.n_items = ni;
 	if (ni)
 		RUN(strata_backend_run(p->be, &mm));
-	if (p->m1 > p->m0)
+	if (ps == PASS_ALL && p->m1 > p->m0)
 		RUN(strata_op1(p->be, STRATA_OP_SWIGLU, &g, &g, &u));
-	if (p->shexp)
+	for (uint32_t i = p->e0; ps != PASS_ALL && i < p->e1; i++)
+		if (in_pass(c, i, ps))
+			RUN(strata_op1(p->be, STRATA_OP_SWIGLU, &c->xt[4 * i + 1],
+				       &c->xt[4 * i + 1], &c->xt[4 * i + 2]));
+	if (shexp)
 		RUN(strata_op1(p->be, STRATA_OP_SWIGLU, &gs, &gs, &us));
 	ni = 0;
 	for (uint32_t i = p->e0; i < p->e1; i++)
-		it[ni++] = (struct strata_matmul_item){ &c->xw[3 * i + 2], &c->xt[4 * i + 1], NULL,
-							&c->xt[4 * i + 3] };
-	if (p->shexp)
+		if (in_pass(c, i, ps))
+			it[ni++] = (struct strata_matmul_item){ &c->xw[3 * i + 2], &c->xt[4 * i + 1],
+								NULL, &c->xt[4 * i + 3] };
+	if (shexp)
 		it[ni++] = (struct strata_matmul_item){ &L->down_shexp, &gs, NULL, out };
 	mm.p.mm.n_items = ni;
 	if (ni)
@@ -205,8 +243,13 @@ static int products(struct strata_ctx *c, uint32_t l, const struct xpart *p, uin
 	return 0;
 }
 
-/* out = the shared expert (gated) + the weighted sum of p's experts. */
-static int expert_part(struct strata_ctx *c, uint32_t l, const struct xpart *p, uint32_t n,
+/*
+ * out = the shared expert (gated) + the weighted sum of p's experts, after
+ * part_begin().  Streamed: the resident experts run while the rest load,
+ * then those; the sum is made once, over every slot in order, so the result
+ * is the mapped model's bit for bit.
+ */
+static int part_finish(struct strata_ctx *c, uint32_t l, const struct xpart *p, uint32_t n,
 		       struct strata_tensor *out)
 {
 	const struct pl_layer *L = &c->L[l];
@@ -219,8 +262,16 @@ static int expert_part(struct strata_ctx *c, uint32_t l, const struct xpart *p, 
 	struct strata_op comb = { .code = STRATA_OP_MOE_COMBINE, .dst = out,
 				  .src = { &d, &tok, &tokw } };
 
-	RUN(expert_weights(c, l, p));
-	RUN(products(c, l, p, n, out));
+	if (streaming(c, p)) {
+		int rc = products(c, l, p, n, out, PASS_READY);
+		int rc2 = strata_xstore_fetch_wait(c->xs); /* waited for even after a failure */
+
+		RUN(rc);
+		RUN(rc2);
+		RUN(products(c, l, p, n, out, PASS_REST));
+	} else {
+		RUN(products(c, l, p, n, out, PASS_ALL));
+	}
 	if (!p->shexp)
 		RUN(strata_backend_run(p->be, &fill));
 	else if (t_has(&L->gate_inp_shexp))
@@ -228,6 +279,29 @@ static int expert_part(struct strata_ctx *c, uint32_t l, const struct xpart *p, 
 	if (p->m1 > p->m0)
 		RUN(strata_backend_run(p->be, &comb));
 	return 0;
+}
+
+/* A part begun and not finished (the device failed between): let its fetch end. */
+static void part_abandon(struct strata_ctx *c, const struct xpart *p)
+{
+	if (streaming(c, p))
+		(void)strata_xstore_fetch_wait(c->xs);
+}
+
+/* The device's lists, then its experts: queued, not waited for. */
+static int device_part(struct strata_ctx *c, uint32_t l, const struct xpart *pd, uint32_t n,
+		       uint32_t mb, struct strata_tensor *out)
+{
+	struct ws *wd = &c->ws_dev, *wc = &c->ws_cpu;
+
+	if (mb) {
+		RUN(strata_backend_copy_in(pd->be, &wd->buf, wd->tok.offset,
+					   strata_tensor_data(&wc->tok), mb * sizeof(int32_t), NULL));
+		RUN(strata_backend_copy_in(pd->be, &wd->buf, wd->tokw.offset,
+					   strata_tensor_data(&wc->tokw), mb * sizeof(float), NULL));
+	}
+	RUN(part_begin(c, l, pd));
+	return part_finish(c, l, pd, n, out);
 }
 
 /* The device holds this layer: its experts there, the others on the CPU, at once. */
@@ -257,22 +331,19 @@ static int hybrid(struct strata_ctx *c, uint32_t l, uint32_t n)
 	{
 		struct xpart pd = { dev, wd, 0, nb, 0, mb, t_has(&L->gate_shexp) };
 		struct xpart pc = { c->cpu, wc, nb, na, mb, (uint32_t)n * k, 0 };
+		int rc;
 
-		if (mb) { /* the device's lists, then its experts: queued, not waited for */
-			RUN(strata_backend_copy_in(dev, &wd->buf, wd->tok.offset,
-						   strata_tensor_data(&wc->tok), mb * sizeof(int32_t),
-						   NULL));
-			RUN(strata_backend_copy_in(dev, &wd->buf, wd->tokw.offset,
-						   strata_tensor_data(&wc->tokw), mb * sizeof(float),
-						   NULL));
+		/* the CPU's streamed experts start loading first, behind everything */
+		RUN(part_begin(c, l, &pc));
+		if ((rc = device_part(c, l, &pd, n, mb, &out)) ||
+		    /* xn's copy lands before the host writes its buffer again, used or not */
+		    (some_cpu && (rc = strata_backend_sync_event(dev, c->ev[0])))) {
+			part_abandon(c, &pc);
+			return rc;
 		}
-		RUN(expert_part(c, l, &pd, n, &out));
-		/* xn's copy lands before the host writes its buffer again, used or not */
-		if (some_cpu)
-			RUN(strata_backend_sync_event(dev, c->ev[0]));
 		if (na == nb)
 			return 0;
-		RUN(expert_part(c, l, &pc, n, &cout));
+		RUN(part_finish(c, l, &pc, n, &cout));
 		RUN(strata_backend_copy_in(dev, &wd->buf, wd->xin.offset,
 					   strata_tensor_data(&wc->out), n * row, c->ev[2]));
 		RUN(strata_backend_wait(dev, c->ev[2]));
@@ -296,6 +367,7 @@ int strata_moe_block(struct strata_ctx *c, uint32_t l, uint32_t n)
 	{
 		struct xpart p = { c->cpu, w, 0, na, 0, mb, t_has(&L->gate_shexp) };
 
-		return expert_part(c, l, &p, n, &out);
+		RUN(part_begin(c, l, &p));
+		return part_finish(c, l, &p, n, &out);
 	}
 }

@@ -65,6 +65,7 @@ struct strata_xstore {
 	struct strata_aread_job job;
 	uint32_t *loading;           /* slots this fetch fills */
 	uint32_t n_loading;
+	uint8_t *hit;                /* [n_expert]: expert i of the started fetch was resident */
 	int started;                 /* fetch_start() without its fetch_wait() yet */
 	int reading;                 /* ... and the started fetch has reads on the reader thread */
 	struct strata_xstore_stats st;
@@ -191,11 +192,12 @@ static int alloc_cache(struct strata_xstore *xs)
 	xs->slot_of = malloc(n_keys * sizeof(*xs->slot_of));
 	xs->reads = calloc(xs->cap_reads, sizeof(*xs->reads));
 	xs->loading = calloc(xs->n_expert, sizeof(*xs->loading));
+	xs->hit = calloc(xs->n_expert, sizeof(*xs->hit));
 	xs->mem = mmap(NULL, (size_t)xs->n_slots * xs->slot_bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (xs->mem == MAP_FAILED)
 		xs->mem = NULL;
-	if (!xs->slots || !xs->slot_of || !xs->reads || !xs->loading || !xs->mem) {
+	if (!xs->slots || !xs->slot_of || !xs->reads || !xs->loading || !xs->hit || !xs->mem) {
 		strata_error("%s: out of memory for %u streamed experts (%zu MiB)", xs->path,
 			     xs->n_slots, ((size_t)xs->n_slots * xs->slot_bytes) >> 20);
 		return -ENOMEM;
@@ -262,6 +264,7 @@ void strata_xstore_close(struct strata_xstore *xs)
 	free(xs->slot_of);
 	free(xs->reads);
 	free(xs->loading);
+	free(xs->hit);
 	free(xs->path);
 	free(xs);
 }
@@ -392,6 +395,7 @@ int strata_xstore_fetch_start(struct strata_xstore *xs, uint32_t layer, const ui
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t key = layer * xs->n_expert + ids[i], s = xs->slot_of[key];
 
+		xs->hit[i] = s != XS_NONE;
 		if (s != XS_NONE) {
 			xs->st.hits++;
 		} else {
@@ -427,6 +431,11 @@ int strata_xstore_fetch_start(struct strata_xstore *xs, uint32_t layer, const ui
 		}
 	}
 	return 0;
+}
+
+int strata_xstore_fetch_ready(const struct strata_xstore *xs, uint32_t i)
+{
+	return xs->started && i < xs->n_expert && xs->hit[i];
 }
 
 int strata_xstore_fetch_wait(struct strata_xstore *xs)

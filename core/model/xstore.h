@@ -89,6 +89,13 @@ int strata_xstore_fetch_start(struct strata_xstore *xs, uint32_t layer, const ui
  */
 int strata_xstore_fetch_wait(struct strata_xstore *xs);
 
+/*
+ * 1 when expert ids[i] of the started fetch was resident when it started:
+ * its mats are valid now, before fetch_wait() (the fetch keeps it from
+ * being evicted), so a caller can compute with it while the rest load.
+ */
+int strata_xstore_fetch_ready(const struct strata_xstore *xs, uint32_t i);
+
 /* fetch_start() then fetch_wait(): the experts resident when it returns 0. */
 int strata_xstore_fetch(struct strata_xstore *xs, uint32_t layer, const uint32_t *ids,
 			uint32_t n, struct strata_mat *mats);
