@@ -239,6 +239,12 @@ void strata_backend_buf_free(struct strata_backend *be, struct strata_buf *buf)
 	memset(buf, 0, sizeof(*buf));
 }
 
+int strata_backend_cpu_wrap(struct strata_backend *be, void *host, size_t size,
+			    struct strata_buf *buf)
+{
+	return be->ops->buf_wrap(be->dev, host, size, buf);
+}
+
 int strata_backend_copy_in(struct strata_backend *be, struct strata_buf *buf, size_t off,
 			   const void *src, size_t n, void *ev)
 {

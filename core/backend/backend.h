@@ -62,6 +62,9 @@ int strata_backend_supports(struct strata_backend *be, uint32_t code, uint32_t t
 int strata_backend_buf_alloc(struct strata_backend *be, size_t size, uint32_t usage,
 			     struct strata_buf *buf);
 void strata_backend_buf_free(struct strata_backend *be, struct strata_buf *buf);
+/* A record over host memory the CPU backend computes with in place (no copy). */
+int strata_backend_cpu_wrap(struct strata_backend *be, void *host, size_t size,
+			    struct strata_buf *buf);
 
 /*
  * Copies, counted in be->link (nothing for the CPU backend, which copies

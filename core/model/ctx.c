@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "model/xstore.h"
 #include "util/log.h"
 
 /* ---- tensors ------------------------------------------------------------------- */
@@ -234,13 +235,12 @@ static int alloc_host_scratch(struct strata_ctx *c)
 	c->h_tok = calloc(slots, sizeof(*c->h_tok));
 	c->h_tokw = calloc(slots, sizeof(*c->h_tokw));
 	c->xw = calloc(3 * ne, sizeof(*c->xw));
-	c->xw_buf = calloc(3 * ne, sizeof(*c->xw_buf));
 	c->xmats = calloc(3 * ne, sizeof(*c->xmats));
 	c->items = calloc(2 * ne + 3, sizeof(*c->items));
 	c->xt = calloc(4 * ne, sizeof(*c->xt));
 	c->ready = calloc(ne, sizeof(*c->ready));
 	if (!c->count || !c->start || !c->order || !c->h_ids || !c->h_w || !c->h_tok ||
-	    !c->h_tokw || !c->xw || !c->xw_buf || !c->xmats || !c->items || !c->xt || !c->ready)
+	    !c->h_tokw || !c->xw || !c->xmats || !c->items || !c->xt || !c->ready)
 		return -ENOMEM;
 	return 0;
 }
@@ -256,7 +256,7 @@ int strata_ctx_create(const struct strata_model *m, const struct strata_ctx_opts
 		return -ENOMEM;
 	c->m = m;
 	c->pool = o->pool;
-	c->xs = o->xs;
+	c->xs = NULL;
 	c->max_batch = o->max_batch ? o->max_batch : 512;
 	if ((rc = strata_backend_cpu_create(o->pool, &c->cpu)) || (rc = make_inv_freq(c)) ||
 	    (rc = alloc_host_scratch(c)) || (rc = strata_ws_init(c, c->cpu, &c->ws_cpu)) ||
@@ -267,6 +267,8 @@ int strata_ctx_create(const struct strata_model *m, const struct strata_ctx_opts
 		strata_ctx_free(c);
 		return rc;
 	}
+	if (o->xs)
+		strata_ctx_set_xstore(c, o->xs);
 	*out = c;
 	return 0;
 }
@@ -294,7 +296,6 @@ void strata_ctx_free(struct strata_ctx *c)
 	free(c->h_tok);
 	free(c->h_tokw);
 	free(c->xw);
-	free(c->xw_buf);
 	free(c->xmats);
 	free(c->items);
 	free(c->xt);
@@ -324,7 +325,13 @@ struct strata_backend *strata_ctx_device(const struct strata_ctx *c)
 
 void strata_ctx_set_xstore(struct strata_ctx *c, struct strata_xstore *xs)
 {
+	void *base = NULL;
+	size_t size = 0;
+
 	c->xs = xs;
+	if (xs)
+		strata_xstore_memory(xs, &base, &size);
+	(void)strata_backend_cpu_wrap(c->cpu, base, size, &c->xs_buf);
 }
 
 /* "1.2 GiB", "640 KiB" */

@@ -70,7 +70,7 @@ struct strata_ctx {
 	int32_t *h_ids, *h_tok;
 	float *h_w, *h_tokw, *inv_freq;
 	struct strata_tensor *xw;    /* [3 * n_expert] expert weight views of one layer */
-	struct strata_buf *xw_buf;   /* [3 * n_expert] their buffer records (streamed experts) */
+	struct strata_buf xs_buf;    /* the streamed experts' slots, a CPU buffer (with xs) */
 	struct strata_mat *xmats;    /* [3 * n_expert] xstore's answer */
 	struct strata_matmul_item *items; /* [2 * n_expert + 3] */
 	struct strata_tensor *xt;    /* [4 * n_expert] per active expert: rows, g, u, d views */

@@ -155,14 +155,12 @@ static int part_begin(struct strata_ctx *c, uint32_t l, const struct xpart *p)
 	for (uint32_t i = 3 * p->e0; i < 3 * p->e1; i++) {
 		const struct strata_mat *m = &c->xmats[i];
 
-		c->xw_buf[i] = (struct strata_buf){ .base = (void *)m->data,
-						    .size = m->row_bytes * (size_t)m->rows,
-						    .flags = STRATA_BUF_HOST };
+		/* a view of the store's slots, wrapped once as a CPU buffer */
 		c->xw[i] = L->xh[i % 3];
 		c->xw[i].n_dims = 2;
 		c->xw[i].ne[2] = 1;
-		c->xw[i].buf = &c->xw_buf[i];
-		c->xw[i].offset = 0;
+		c->xw[i].buf = &c->xs_buf;
+		c->xw[i].offset = (size_t)((const char *)m->data - (const char *)c->xs_buf.base);
 	}
 	return 0;
 }
