@@ -453,6 +453,15 @@ static void on_signal(int sig)
 	sem_post(&g_stop); /* async-signal-safe, and any thread may take the signal */
 }
 
+/* Which backend holds what, and the device link's bytes: at start and at stop. */
+static void log_backends(const struct strata_engine *e)
+{
+	char line[1024];
+
+	strata_engine_backends(e, line, sizeof(line));
+	strata_info("%s", line);
+}
+
 int strata_serve_run(struct strata_engine *e)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -471,9 +480,11 @@ int strata_serve_run(struct strata_engine *e)
 		    s->port, strata_chat_origin(s->chat), s->queue_max,
 		    s->api_key ? ", API key required" : "");
 	strata_static_check(s);
+	log_backends(e);
 	while (sem_wait(&g_stop) != 0 && errno == EINTR)
 		;
 	strata_info("serve: stopping");
 	strata_serve_stop(s);
+	log_backends(e);
 	return 0;
 }
