@@ -361,12 +361,15 @@ START_TEST(test_model_f32)
 }
 END_TEST
 
+/* Under TSan type k is written on g_arch[k % 4]: the i-quants are ordered so
+ * that the dearest to quantise (IQ1_M) gets the smallest model (llama) and
+ * the cheapest (IQ2_XS) the largest (qwen3next). */
 static const uint32_t g_qtypes[] = {
 	STRATA_TYPE_F16, STRATA_TYPE_BF16, STRATA_TYPE_Q8_0, STRATA_TYPE_Q4_0, STRATA_TYPE_Q4_1,
 	STRATA_TYPE_Q5_0, STRATA_TYPE_Q5_1, STRATA_TYPE_IQ4_NL, STRATA_TYPE_Q2_K,
 	STRATA_TYPE_Q3_K, STRATA_TYPE_Q4_K, STRATA_TYPE_Q5_K, STRATA_TYPE_Q6_K,
-	STRATA_TYPE_IQ2_XS, STRATA_TYPE_IQ2_S, STRATA_TYPE_IQ3_XXS, STRATA_TYPE_IQ3_S,
-	STRATA_TYPE_IQ1_M,
+	STRATA_TYPE_IQ3_XXS, STRATA_TYPE_IQ3_S, STRATA_TYPE_IQ2_XS, STRATA_TYPE_IQ1_M,
+	STRATA_TYPE_IQ2_S,
 };
 #define N_QTYPES ((int)(sizeof(g_qtypes) / sizeof(g_qtypes[0])))
 /* The rest of the writer's --type names. */
