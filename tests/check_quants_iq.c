@@ -3,10 +3,10 @@
  * IQ3_S, IQ1_M): dequantisation against hand-built blocks and against
  * ggml's own output (golden/dequant), and matmul at every SIMD level against
  * double-precision references (from dequantised weights, and exactly from
- * the quantised activations) and against the scalar level.
+ * the quantised activations) and against the scalar level.  Their
+ * quantisers: check_iq_quant.c.
  */
 #include <check.h>
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -243,18 +243,6 @@ START_TEST(dequant_matches_ggml)
 }
 END_TEST
 
-START_TEST(no_quantiser)
-{
-	float x[256] = { 0 };
-	uint8_t q[512];
-
-	for (size_t i = 0; i < N_TYPES; i++) {
-		ck_assert(strata_type_supported(g_types[i]));
-		ck_assert_int_eq(strata_quantize(g_types[i], x, q, 256), -ENOTSUP);
-	}
-}
-END_TEST
-
 /* ---- matmul ------------------------------------------------------------------- */
 
 /* Inputs of mixed magnitude; padding NaN so reading past a row shows. */
@@ -444,7 +432,6 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, dequant_hand_blocks);
 	tcase_add_test(tc, dequant_matches_ggml);
-	tcase_add_test(tc, no_quantiser);
 	tcase_add_loop_test(tc, matmul_shapes, 0, N_TYPES);
 	tcase_add_loop_test(tc, matmul_exact_activations, 0, N_TYPES);
 	tcase_add_loop_test(tc, matmul_thread_independent, 0, N_TYPES);

@@ -92,8 +92,9 @@ static void usage(void)
 "norms near 1) in llama.cpp's layout for the architecture.\n"
 "\n"
 "  --type T          F32 (default), F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,\n"
-"                    Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or any other type strata can\n"
-"                    quantise: every matrix in T (like llama-quantize --pure);\n"
+"                    Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,\n"
+"                    IQ1_M: every matrix in T (like llama-quantize --pure; the\n"
+"                    i-quants without an importance matrix, see README.md);\n"
 "                    Q4_K_M: llama.cpp's Q4_K_M mix of Q4_K and Q6_K.  Norms,\n"
 "                    biases, the expert router and ssm_conv1d stay F32.  Rows\n"
 "                    that are not whole 256-blocks use llama.cpp's fallback type.\n"
@@ -583,25 +584,25 @@ static int write_data(struct strata_gguf_writer *w, const struct wplan *p, uint6
 	return rc;
 }
 
-/* Every type the plan uses must have a quantiser: find out before writing. */
+/* Every type the plan uses must have a quantiser: find out before writing,
+ * and name the types there are. */
 static int check_quantisers(const struct wplan *p)
 {
-	float zeros[256] = { 0 };
-	uint8_t buf[1024];
-
 	for (size_t i = 0; i < p->n; i++) {
-		uint32_t ty = p->t[i].type;
-		int64_t got;
+		const uint32_t ty = p->t[i].type;
+		char have[512] = "";
+		size_t at = 0;
 
-		if (ty == STRATA_TYPE_F32 || ty == STRATA_TYPE_F16 || ty == STRATA_TYPE_BF16)
+		if (strata_quantize(ty, NULL, NULL, 0) != -ENOTSUP)
 			continue;
-		got = strata_quantize(ty, zeros, buf, strata_type_block(ty));
-		if (got == -ENOTSUP) {
-			strata_error("cannot write %s weights (tensor '%s'): strata_quantize() "
-				     "has no %s quantiser yet", strata_type_name(ty), p->t[i].name,
-				     strata_type_name(ty));
-			return -ENOTSUP;
-		}
+		for (uint32_t t = 0; t < STRATA_TYPE_COUNT && at < sizeof(have); t++)
+			if (strata_quantize(t, NULL, NULL, 0) == 0)
+				at += (size_t)snprintf(have + at, sizeof(have) - at, "%s, ",
+						       strata_type_name(t));
+		strata_error("cannot write %s weights (tensor '%s'): strata_quantize() has no %s "
+			     "quantiser yet; it has %sand the Q4_K_M mix", strata_type_name(ty),
+			     p->t[i].name, strata_type_name(ty), have);
+		return -ENOTSUP;
 	}
 	return 0;
 }

@@ -218,7 +218,15 @@ int64_t strata_quantize(uint32_t type, const float *src, void *dst, int64_t n)
 		return -ENOTSUP;
 	if (n < 0 || n % strata_type_block(type))
 		return -EINVAL;
+	if (n == 0)
+		return 0; /* a probe: before any table is built */
 	to = &strata_kern_scalar.type[type];
+	if (to->from_float_init) {
+		int rc = to->from_float_init();
+
+		if (rc)
+			return rc;
+	}
 	to->from_float(src, dst, n);
 	return (int64_t)strata_type_row_bytes(type, n);
 }

@@ -75,9 +75,12 @@ struct strata_type_ops {
 	strata_mm_fn mm;
 	/* n values (multiple of the block) to float, bit-exact at every level. */
 	void (*to_float)(const void *src, float *dst, int64_t n);
-	/* n floats to the GGUF layout, as llama.cpp's reference quantiser
-	 * (scalar table only: model files must not depend on the CPU). */
+	/* n floats to the GGUF layout (kernels.h: strata_quantize; scalar
+	 * table only: model files must not depend on the CPU). */
 	void (*from_float)(const float *src, void *dst, int64_t n);
+	/* Tables from_float builds once, thread-safe (0 or -errno); NULL when
+	 * it needs none. */
+	int (*from_float_init)(void);
 };
 
 struct strata_kern_level {

@@ -26,9 +26,9 @@
  * signed) up to a constant power of two, so a block's dot product is an
  * int32 and only the per-block float products round.
  *
- * There is no quantiser for these types (strata_quantize returns -ENOTSUP):
- * choosing codebook points needs ggml's importance-matrix search, which is a
- * model-conversion job, not an inference one.
+ * The quantisers (_from_float, quants_iq_quant.c) search each type's
+ * codebook through neighbour tables that _quant_init builds once (0, or
+ * -ENOMEM); strata_quantize calls it before the first block.
  *
  * Naming as in quants.h: strata_<type>_<what>[_<level>].  _to_float is
  * bit-identical to ggml's dequantisation (the SIMD levels use the scalar
@@ -49,6 +49,8 @@
 
 #define STRATA_IQ_DECL(t)                                                    \
 	void strata_##t##_to_float(const void *src, float *dst, int64_t n);  \
+	void strata_##t##_from_float(const float *src, void *dst, int64_t n); \
+	int strata_##t##_quant_init(void);                                   \
 	void strata_##t##_mm(const struct strata_mm_args *a);                \
 	void strata_##t##_mm_avx2(const struct strata_mm_args *a);           \
 	void strata_##t##_mm_avx512(const struct strata_mm_args *a);
