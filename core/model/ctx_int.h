@@ -12,6 +12,14 @@
 #define CTX_NONE UINT32_MAX
 #define CTX_LOGIT_ROWS 64 /* rows of logits a device computes per copy back */
 
+/* Return from the calling function when an op or a copy failed (it was logged). */
+#define RUN(expr)                      \
+	do {                           \
+		int rc_ = (expr);      \
+		if (rc_)               \
+			return rc_;    \
+	} while (0)
+
 /* A tensor is absent when it has no buffer (optional weights). */
 static inline int t_has(const struct strata_tensor *t)
 {
@@ -99,6 +107,12 @@ struct strata_seq {
 
 /* Rows from position pos on are about to be written: stale the snapshots they break. */
 void strata_seq_note_write(struct strata_seq *s, uint32_t pos);
+
+/* The workspace of backend be (the CPU's or the device's). */
+static inline struct ws *strata_ctx_ws(struct strata_ctx *c, const struct strata_backend *be)
+{
+	return be == c->cpu ? &c->ws_cpu : &c->ws_dev;
+}
 
 /* ---- tensors ------------------------------------------------------------------- */
 

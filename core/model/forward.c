@@ -14,18 +14,6 @@
 #include "model/ctx_int.h"
 #include "util/log.h"
 
-#define RUN(expr)                      \
-	do {                           \
-		int rc_ = (expr);      \
-		if (rc_)               \
-			return rc_;    \
-	} while (0)
-
-static struct ws *ws_of(struct strata_ctx *c, const struct strata_backend *be)
-{
-	return be == c->cpu ? &c->ws_cpu : &c->ws_dev;
-}
-
 static int norm(struct strata_backend *be, struct strata_tensor *dst,
 		const struct strata_tensor *x, const struct strata_tensor *w, float eps)
 {
@@ -73,7 +61,7 @@ static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t 
 	const struct strata_hparams *hp = &c->m->hp;
 	struct pl_layer *L = &c->L[l];
 	struct strata_backend *be = L->be;
-	struct ws *w = ws_of(c, be);
+	struct ws *w = strata_ctx_ws(c, be);
 	const int gated = c->m->layers[l].attn_gated;
 	const int64_t hd = hp->head_dim, hdv = hp->head_dim_v, nh = hp->n_head, nkv = hp->n_head_kv;
 	struct strata_tensor x = strata_t_cols(&w->x, 0, n), xn = strata_t_cols(&w->xn, 0, n);
@@ -165,7 +153,7 @@ static int deltanet_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l
 	const struct strata_hparams *hp = &c->m->hp;
 	struct pl_layer *L = &c->L[l];
 	struct strata_backend *be = L->be;
-	struct ws *w = ws_of(c, be);
+	struct ws *w = strata_ctx_ws(c, be);
 	const int fused = c->m->layers[l].dn.fused;
 	struct strata_tensor x = strata_t_cols(&w->x, 0, n), xn = strata_t_cols(&w->xn, 0, n);
 	struct strata_tensor qkv = strata_t_cols(&w->qkv, 0, n), z = strata_t_cols(&w->z, 0, n);
@@ -201,7 +189,7 @@ static int ffn_block(struct strata_ctx *c, uint32_t l, uint32_t n)
 	const struct strata_hparams *hp = &c->m->hp;
 	struct pl_layer *L = &c->L[l];
 	struct strata_backend *be = L->be;
-	struct ws *w = ws_of(c, be);
+	struct ws *w = strata_ctx_ws(c, be);
 	struct strata_tensor x = strata_t_cols(&w->x, 0, n), xn = strata_t_cols(&w->xn, 0, n);
 	struct strata_tensor hb = strata_t_cols(&w->hb, 0, n), hb2 = strata_t_cols(&w->hb2, 0, n);
 	struct strata_tensor out = strata_t_cols(&w->out, 0, n);
@@ -258,7 +246,7 @@ static int head(struct strata_ctx *c, struct strata_backend **at, uint32_t first
 {
 	const struct strata_hparams *hp = &c->m->hp;
 	struct strata_backend *be = c->out_be;
-	struct ws *w = ws_of(c, be);
+	struct ws *w = strata_ctx_ws(c, be);
 	const uint32_t rows = n - first;
 	struct strata_tensor x = strata_t_cols(&w->x, first, rows);
 	struct strata_tensor xn = strata_t_cols(&w->xn, 0, rows);

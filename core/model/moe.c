@@ -26,13 +26,6 @@
 #include "model/ctx_int.h"
 #include "model/xstore.h"
 
-#define RUN(expr)                      \
-	do {                           \
-		int rc_ = (expr);      \
-		if (rc_)               \
-			return rc_;    \
-	} while (0)
-
 void strata_moe_route(const struct strata_hparams *hp, const float *bias, float *logits,
 		      int32_t *experts, float *weights)
 {
@@ -51,17 +44,12 @@ struct xpart {
 	int shexp;       /* the shared expert runs here too */
 };
 
-static struct ws *ws_of(struct strata_ctx *c, const struct strata_backend *be)
-{
-	return be == c->cpu ? &c->ws_cpu : &c->ws_dev;
-}
-
 /* Router logits -> top-k ids and weights, on the layer's backend. */
 static int route(struct strata_ctx *c, uint32_t l, uint32_t n)
 {
 	const struct strata_hparams *hp = &c->m->hp;
 	struct pl_layer *L = &c->L[l];
-	struct ws *w = ws_of(c, L->be);
+	struct ws *w = strata_ctx_ws(c, L->be);
 	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n), lg = strata_t_cols(&w->logits, 0, n);
 	struct strata_tensor ids = strata_t_cols(&w->ids, 0, n), wt = strata_t_cols(&w->w, 0, n);
 	struct strata_matmul_item it = { &L->gate_inp, &xn, NULL, &lg };
