@@ -319,7 +319,13 @@ int strata_chat_render_msgs(const struct strata_chat *c, const struct strata_cha
 
 	for (size_t i = 0; ok && i < n; i++) {
 		cJSON *m = cJSON_CreateObject();
-		char *text = strndup(msgs[i].content, msgs[i].len);
+		/* content need not be NUL-terminated: copy len bytes, no strnlen past them */
+		char *text = malloc(msgs[i].len + 1);
+
+		if (text) {
+			memcpy(text, msgs[i].content, msgs[i].len);
+			text[msgs[i].len] = 0;
+		}
 
 		ok = m && text && cJSON_AddItemToArray(arr, m) &&
 		     cJSON_AddStringToObject(m, "role", msgs[i].role) &&
