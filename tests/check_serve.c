@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "httpc.h"
-#include "serve/buf.h"
+#include "util/strbuf.h"
 #include "serve/chat.h"
 #include "serve/serve.h"
 #include "serve/textout.h"

@@ -21,7 +21,9 @@
 
 #include "util/log.h"
 
-void ple_fail(struct strata_ple_reader *r, int err, const char *fmt, ...)
+/* Record the chunk's first error (logged once, here); later ones are dropped. */
+__attribute__((format(printf, 3, 4)))
+static void ple_fail(struct strata_ple_reader *r, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -36,7 +38,7 @@ void ple_fail(struct strata_ple_reader *r, int err, const char *fmt, ...)
 	pthread_mutex_unlock(&r->err_mu);
 }
 
-int ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t depth)
+int strata_ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t depth)
 {
 	w->r = r;
 	w->depth = depth;
@@ -55,7 +57,7 @@ int ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t 
 	return 0;
 }
 
-void ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w)
+void strata_ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w)
 {
 	if (w->handle)
 		r->ops->close(w->handle);
@@ -80,7 +82,7 @@ static void copy_uses(struct strata_ple_reader *r, uint32_t j, const uint8_t *sr
 		       us->len);
 		/* acq_rel: the last copier sees every other reader's bytes of the group. */
 		if (atomic_fetch_sub_explicit(&p->grp_left[g], 1, memory_order_acq_rel) == 1)
-			ple_plan_decode_group(r, r->cur, g);
+			strata_ple_plan_decode_group(r, r->cur, g);
 	}
 }
 
@@ -89,7 +91,7 @@ static void note_first_submit(struct strata_ple_reader *r)
 	uint64_t zero = 0;
 
 	if (atomic_load_explicit(&r->t_first_sub, memory_order_relaxed) == 0)
-		atomic_compare_exchange_strong(&r->t_first_sub, &zero, ple_now_ns());
+		atomic_compare_exchange_strong(&r->t_first_sub, &zero, strata_now_ns());
 }
 
 /* A reaped read: good -> copy it out; bad -> once more, then fail the chunk. */
@@ -119,7 +121,7 @@ static void complete(struct ple_worker *w, struct ple_io_slot *s, uint32_t *n_fr
 		w->freel[(*n_free)++] = s;
 		return;
 	}
-	ple_hist_add(&w->lat, ple_now_ns() - s->t_sub);
+	strata_ple_hist_add(&w->lat, strata_now_ns() - s->t_sub);
 	w->reads++;
 	copy_uses(r, s->job, s->req.buf);
 	w->freel[(*n_free)++] = s;
@@ -129,7 +131,7 @@ static void complete(struct ple_worker *w, struct ple_io_slot *s, uint32_t *n_fr
 static int submit_backlog(struct ple_worker *w, uint32_t *n_bl, uint32_t *inflight)
 {
 	struct strata_ple_reader *r = w->r;
-	uint64_t t = ple_now_ns();
+	uint64_t t = strata_now_ns();
 	int k;
 
 	for (uint32_t i = 0; i < *n_bl; i++) {
@@ -168,12 +170,12 @@ static uint64_t oldest_offset(const struct ple_worker *w)
 	return off;
 }
 
-void ple_worker_run(struct ple_worker *w)
+void strata_ple_worker_run(struct ple_worker *w)
 {
 	struct strata_ple_reader *r = w->r;
 	struct ple_plan *p = &r->plan;
 	uint32_t n_free = w->depth, n_bl = 0, inflight = 0, tmo = r->o.timeout_ms;
-	uint64_t last = ple_now_ns();
+	uint64_t last = strata_now_ns();
 	int exhausted = 0;
 
 	for (uint32_t i = 0; i < w->depth; i++) {
@@ -221,7 +223,7 @@ void ple_worker_run(struct ple_worker *w)
 			break;
 		}
 		if (n == 0) {
-			if (ple_now_ns() - last > (uint64_t)tmo * 1000000ull) {
+			if (strata_now_ns() - last > (uint64_t)tmo * 1000000ull) {
 				ple_fail(r, -ETIMEDOUT, "%s: no read finished in %u ms (the oldest "
 					 "is at offset %llu): the disk stopped answering", r->path,
 					 tmo, (unsigned long long)oldest_offset(w));
@@ -230,7 +232,7 @@ void ple_worker_run(struct ple_worker *w)
 			}
 			continue;
 		}
-		last = ple_now_ns();
+		last = strata_now_ns();
 		for (int i = 0; i < n; i++) {
 			/* req is the slot's first member. */
 			struct ple_io_slot *s = (struct ple_io_slot *)(void *)w->reqs[i];
@@ -242,7 +244,7 @@ void ple_worker_run(struct ple_worker *w)
 	}
 }
 
-void ple_worker_run_mmap(struct ple_worker *w)
+void strata_ple_worker_run_mmap(struct ple_worker *w)
 {
 	struct strata_ple_reader *r = w->r;
 	struct ple_plan *p = &r->plan;
@@ -250,12 +252,12 @@ void ple_worker_run_mmap(struct ple_worker *w)
 	note_first_submit(r);
 	for (;;) {
 		uint32_t j = atomic_fetch_add_explicit(&r->next_job, 1, memory_order_relaxed);
-		uint64_t t = ple_now_ns();
+		uint64_t t = strata_now_ns();
 
 		if (j >= p->n_jobs)
 			break;
 		copy_uses(r, j, r->map + (uint64_t)p->job_page[j] * STRATA_PLE_PAGE);
-		ple_hist_add(&w->lat, ple_now_ns() - t);
+		strata_ple_hist_add(&w->lat, strata_now_ns() - t);
 		w->reads++;
 	}
 }

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/buf.h"
+#include "util/strbuf.h"
 
 #define MAX_STOP 16
 

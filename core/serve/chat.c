@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "serve/buf.h"
+#include "util/strbuf.h"
 
 enum strata_chat_fmt strata_chat_detect(const char *jinja)
 {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "serve/api.h"
-#include "serve/buf.h"
+#include "util/strbuf.h"
 #include "serve/chat.h"
 #include "serve/metrics.h"
 #include "serve/serve.h"

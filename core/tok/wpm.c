@@ -20,6 +20,7 @@
 
 #include "gguf/gguf.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -82,32 +83,22 @@ static int32_t next_cp(const unsigned char *s, size_t n, size_t *i)
 	return c;
 }
 
-/* A growable byte buffer for the current word. */
-struct word {
-	char *s;
-	size_t n, cap;
-};
-
-static int word_put(struct word *w, int32_t c)
+/* Append c to the word (the builder's memory: -ENOMEM once it cannot grow). */
+static int word_put(struct strata_buf *w, int32_t c)
 {
-	if (w->cap - w->n < 4) {
-		size_t cap = w->cap ? 2 * w->cap : 256;
-		char *s = realloc(w->s, cap);
+	int rc = strata_buf_reserve(w, 4);
 
-		if (!s)
-			return -ENOMEM;
-		w->s = s;
-		w->cap = cap;
-	}
-	w->n += (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)w->s + w->n);
+	if (rc)
+		return rc;
+	w->len += (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)w->p + w->len);
 	return 0;
 }
 
 /* Longest-match-first over "▁word"; the unknown token when a position matches nothing. */
 static int emit_word(const struct strata_tokenizer *t, const struct wpm_state *st,
-		     struct word *w, struct strata_tok_ids *out)
+		     struct strata_buf *w, struct strata_tok_ids *out)
 {
-	size_t mark = out->n, n = w->n;
+	size_t mark = out->n, n = w->len;
 	int rc = 0;
 
 	if (n == PHANTOM_LEN)
@@ -117,7 +108,7 @@ static int emit_word(const struct strata_tokenizer *t, const struct wpm_state *s
 		int32_t id = -1;
 
 		for (; j > i; j--) {
-			id = strata_tok_lookup(t, w->s + i, j - i);
+			id = strata_tok_lookup(t, w->p + i, j - i);
 			if (id >= 0)
 				break;
 		}
@@ -130,13 +121,13 @@ static int emit_word(const struct strata_tokenizer *t, const struct wpm_state *s
 	}
 	if (rc == 0 && out->n == mark)
 		rc = t->unk >= 0 ? strata_tok_ids_push(out, t->unk) : 0;
-	w->n = PHANTOM_LEN;
+	w->len = PHANTOM_LEN;
 	return rc;
 }
 
 /* One normalised character: end the word, join it, or stand alone. */
 static int add_char(const struct strata_tokenizer *t, const struct wpm_state *st, int32_t c,
-		    struct word *w, struct strata_tok_ids *out)
+		    struct strata_buf *w, struct strata_tok_ids *out)
 {
 	int rc;
 
@@ -159,7 +150,7 @@ static int wpm_encode(const struct strata_tokenizer *t, const char *text, size_t
 {
 	const struct wpm_state *st = t->model_state;
 	const unsigned char *s = (const unsigned char *)text;
-	struct word w = { NULL, 0, 0 };
+	struct strata_buf w = { 0 };
 	int rc = word_put(&w, 0x2581);
 
 	(void)after_special;
@@ -179,7 +170,7 @@ static int wpm_encode(const struct strata_tokenizer *t, const char *text, size_t
 	}
 	if (rc == 0)
 		rc = emit_word(t, st, &w, out);
-	free(w.s);
+	strata_buf_free(&w);
 	return rc;
 }
 
