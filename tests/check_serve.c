@@ -647,7 +647,18 @@ START_TEST(api_key)
 	unsetenv("STRATA_SERVE_API_KEY");
 	setenv("STRATA_API_KEY", "s3cret-key", 1);
 	start_server(NULL, 0);
+	/* Liveness and the model list answer without the key, as llama-server's do;
+	 * the same paths with another method, and every other route, do not. */
 	http("GET", "/health", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	resp_free(&r);
+	http("GET", "/v1/models", "Authorization: Bearer wrong\r\n", NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	resp_free(&r);
+	http("POST", "/health", NULL, "{}", &r);
+	ck_assert_int_eq(r.status, 401);
+	resp_free(&r);
+	http("GET", "/metrics", NULL, NULL, &r);
 	ck_assert_int_eq(r.status, 401);
 	resp_free(&r);
 	http("POST", CMPL, "Authorization: Bearer wrong\r\n", "{\"prompt\":\"x\"}", &r);
@@ -657,7 +668,7 @@ START_TEST(api_key)
 	http("GET", "/v1/nothing", "Authorization: Bearer s3cret-keyX\r\n", NULL, &r);
 	ck_assert_int_eq(r.status, 401);
 	resp_free(&r);
-	http("GET", "/health", right, NULL, &r);
+	http("GET", "/metrics", right, NULL, &r);
 	ck_assert_int_eq(r.status, 200);
 	resp_free(&r);
 	http("POST", CMPL, right, "{\"prompt\":\"Once\",\"max_tokens\":3}", &r);
@@ -678,10 +689,10 @@ START_TEST(api_key)
 	/* The section's own variable wins over the alias. */
 	setenv("STRATA_SERVE_API_KEY", "other", 1);
 	start_server(NULL, 0);
-	http("GET", "/health", right, NULL, &r);
+	http("GET", "/metrics", right, NULL, &r);
 	ck_assert_int_eq(r.status, 401);
 	resp_free(&r);
-	http("GET", "/health", "Authorization: Bearer other\r\n", NULL, &r);
+	http("GET", "/metrics", "Authorization: Bearer other\r\n", NULL, &r);
 	ck_assert_int_eq(r.status, 200);
 	resp_free(&r);
 	stop_server();

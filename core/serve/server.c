@@ -30,11 +30,11 @@ struct conn_ctx {
 };
 
 static const struct strata_route g_routes[] = {
-	{ "/v1/chat/completions", "POST", strata_route_chat },
-	{ "/v1/completions", "POST", strata_route_completion },
-	{ "/v1/models", "GET", strata_route_models },
-	{ "/health", "GET", strata_route_health },
-	{ "/metrics", "GET", strata_route_metrics },
+	{ "/v1/chat/completions", "POST", strata_route_chat, 0 },
+	{ "/v1/completions", "POST", strata_route_completion, 0 },
+	{ "/v1/models", "GET", strata_route_models, 1 },
+	{ "/health", "GET", strata_route_health, 1 },
+	{ "/metrics", "GET", strata_route_metrics, 0 },
 };
 
 /* Compare without an early exit, so the time taken says nothing about the key. */
@@ -86,10 +86,10 @@ static enum MHD_Result first_call(struct strata_server *s, struct MHD_Connection
 	const char *cl;
 	char msg[320];
 
-	if (!authorized(s, conn))
+	c->route = find_route(url, method, &other);
+	if (!(c->route && c->route->open) && !authorized(s, conn))
 		return strata_reply_error(s, conn, 401, "invalid or missing API key: send "
 					  "'Authorization: Bearer KEY'", NULL);
-	c->route = find_route(url, method, &other);
 	if (!c->route && other) {
 		snprintf(msg, sizeof(msg), "%s takes %s, not %s", url, other->method, method);
 		return strata_reply_error(s, conn, 405, msg, other->method);
