@@ -617,8 +617,6 @@ int main(void)
 {
 	Suite *s = suite_create("bpe");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	for (int i = 0; i < N_BPE_VOCABS; i++) {
 		char rel[256];
@@ -637,9 +635,5 @@ int main(void)
 	tcase_add_test(tc, synth_merges);
 	tcase_add_test(tc, synth_errors);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -792,8 +792,6 @@ int main(void)
 	Suite *s = suite_create("ple");
 	TCase *ids = tcase_create("ids"), *dec = tcase_create("decode");
 	TCase *rd = tcase_create("reader"), *misc = tcase_create("misc");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(ids, ids_reference);
 	tcase_add_test(ids, ids_eos_rule);
@@ -818,9 +816,5 @@ int main(void)
 	suite_add_tcase(s, dec);
 	suite_add_tcase(s, rd);
 	suite_add_tcase(s, misc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf != 0;
+	return tu_srunner_run(srunner_create(s));
 }

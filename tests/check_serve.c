@@ -889,8 +889,7 @@ int main(void)
 {
 	Suite *su = suite_create("serve");
 	TCase *unit = tcase_create("unit"), *tc = tcase_create("server");
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	g_model = tu_shared("models/stories260K.gguf");
 	tcase_add_test(unit, chat_templates);
@@ -915,12 +914,9 @@ int main(void)
 		tcase_add_test(tc, cli_serve);
 		suite_add_tcase(su, tc);
 	}
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (failed)
-		return 1;
+	rc = tu_srunner_run(srunner_create(su));
+	if (rc)
+		return rc;
 	if (!g_model) {
 		printf("SKIP: test data ../shared/models/stories260K.gguf is absent "
 		       "(the server tests need it)\n");

@@ -163,8 +163,6 @@ int main(void)
 {
 	Suite *s = suite_create("wpm");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tu_shared_or_skip(BGE ".out");
 	tcase_set_timeout(tc, 120);
@@ -173,9 +171,5 @@ int main(void)
 	tcase_add_test(tc, normaliser);
 	tcase_add_test(tc, normaliser_keys);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

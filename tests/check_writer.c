@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -366,10 +367,14 @@ START_TEST(test_model_f32)
 }
 END_TEST
 
+/* The types the writer quantises; the i-quants need an importance matrix,
+ * which strata_quantize does not take (test_cli_errors checks the refusal). */
 static const uint32_t g_qtypes[] = {
 	STRATA_TYPE_F16, STRATA_TYPE_BF16, STRATA_TYPE_Q8_0, STRATA_TYPE_Q4_0, STRATA_TYPE_Q4_1,
 	STRATA_TYPE_Q5_0, STRATA_TYPE_Q5_1, STRATA_TYPE_IQ4_NL, STRATA_TYPE_Q2_K,
 	STRATA_TYPE_Q3_K, STRATA_TYPE_Q4_K, STRATA_TYPE_Q5_K, STRATA_TYPE_Q6_K,
+};
+static const uint32_t g_no_quantiser[] = {
 	STRATA_TYPE_IQ2_XS, STRATA_TYPE_IQ2_S, STRATA_TYPE_IQ3_XXS, STRATA_TYPE_IQ3_S,
 	STRATA_TYPE_IQ1_M,
 };
@@ -435,11 +440,8 @@ START_TEST(test_model_types)
 		uint32_t t = g_qtypes[k];
 		char args[640];
 
-		if (!quantiser_exists(t)) {
-			printf("SKIP part: %s: strata_quantize has no %s quantiser yet\n", arch,
-			       strata_type_name(t));
-			continue;
-		}
+		ck_assert_msg(quantiser_exists(t), "strata_quantize has no %s quantiser",
+			      strata_type_name(t));
 		/* TSan: each type on one architecture (the writer's threads and the
 		 * forward pass's are the same for every type) */
 		if (!tu_tsan_pick(k, 4, (size_t)_i))
@@ -597,8 +599,9 @@ START_TEST(test_q4_k_m_qwen3next)
 END_TEST
 
 /*
- * llama.cpp itself loads and runs what we write, through the peer benchmark
- * (tools/peer: node-llama-cpp's prebuilt llama.cpp), where it is installed.
+ * llama.cpp itself loads and runs what we write: llama-bench of the peer
+ * that tools/peer/build.sh builds into build/peer (ctest check_writer.peer,
+ * skipped where it is not built).
  */
 START_TEST(test_llama_cpp_loads)
 {
@@ -612,26 +615,18 @@ START_TEST(test_llama_cpp_loads)
 		{ "qwen3next", "--n-embd 256 --n-ff-exp 256 --n-expert 4 --type Q4_K_M",
 		  STRATA_TYPE_Q4_K, STRATA_TYPE_Q6_K },
 	};
-	char peer[4096], path[4096], cmd[8192];
-	struct stat st;
+	char peer[4096], path[4096], cmd[8400];
 
-	snprintf(peer, sizeof(peer), "%s/tools/peer/node_modules/node-llama-cpp", STRATA_SRC);
-	if (stat(peer, &st) != 0 || tu_run("node --version", NULL, 0) != 0) {
-		printf("SKIP part: llama.cpp peer (node + tools/peer/node_modules) not installed\n");
-		return;
-	}
+	snprintf(peer, sizeof(peer), "%s/peer/bin/llama-bench", STRATA_BUILD);
+	if (access(peer, X_OK) != 0)
+		TU_SKIP("%s is not built (tools/peer/build.sh builds it)", peer);
 	fresh_dir();
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-		if (!quantiser_exists(cases[k].type) || !quantiser_exists(cases[k].type2)) {
-			printf("SKIP part: llama.cpp check of %s %s: no quantiser yet\n",
-			       cases[k].arch, cases[k].args);
-			continue;
-		}
+		ck_assert(quantiser_exists(cases[k].type) && quantiser_exists(cases[k].type2));
 		snprintf(path, sizeof(path), "%s/m%zu.gguf", g_dir, k);
 		write_model(path, cases[k].arch, cases[k].args);
-		snprintf(cmd, sizeof(cmd), "node %s/tools/peer/bench.mjs -m %s -t 1 -p 4 -n 2 -r 1",
-			 STRATA_SRC, path);
-		ck_assert_msg(tu_run(cmd, g_out, sizeof(g_out)) == 0 && strstr(g_out, "| tg2"),
+		snprintf(cmd, sizeof(cmd), "'%s' -m '%s' -t 1 -p 4 -n 2 -r 1", peer, path);
+		ck_assert_msg(tu_run(cmd, g_out, sizeof(g_out)) == 0 && strstr(g_out, " tg2 "),
 			      "llama.cpp refused %s %s: %s", cases[k].arch, cases[k].args, g_out);
 	}
 	remove_dir();
@@ -827,15 +822,13 @@ START_TEST(test_cli_errors)
 	}
 	ck_assert_int_eq(writer("--help"), 0);
 	ck_assert_ptr_nonnull(strstr(g_out, "usage: strata-writer"));
-	/* A type without a quantiser yet is an error at run time, before any file. */
-	for (size_t k = 0; k < sizeof(g_qtypes) / sizeof(g_qtypes[0]); k++) {
-		if (quantiser_exists(g_qtypes[k]))
-			continue;
+	/* A type without a quantiser is an error at run time, before any file. */
+	for (size_t k = 0; k < sizeof(g_no_quantiser) / sizeof(g_no_quantiser[0]); k++) {
+		ck_assert(!quantiser_exists(g_no_quantiser[k]));
 		ck_assert_int_eq(writer("--arch llama --n-embd 256 --type %s --out %s",
-					strata_type_name(g_qtypes[k]), out), 1);
+					strata_type_name(g_no_quantiser[k]), out), 1);
 		ck_assert_ptr_nonnull(strstr(g_out, "quantiser yet"));
 		ck_assert_int_eq(n_entries(dir), 0);
-		break;
 	}
 	remove_dir();
 }
@@ -852,6 +845,10 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_deterministic);
 	tcase_add_test(tc, test_q4_k_m_mix);
 	tcase_add_test(tc, test_q4_k_m_qwen3next);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("peer");
+	tcase_set_tags(tc, "peer");
+	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_llama_cpp_loads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");
@@ -864,11 +861,5 @@ static Suite *writer_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(writer_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(writer_suite()));
 }

@@ -3,13 +3,17 @@
 
 #include <ftw.h>
 
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cpu/kernels.h"
 #include "util/log.h"
 
 const char *tu_shared(const char *rel)
@@ -33,6 +37,65 @@ const char *tu_shared_or_skip(const char *rel)
 		exit(STRATA_TEST_SKIP);
 	}
 	return p;
+}
+
+/* ---- skipped cases ------------------------------------------------------------ */
+
+/* Mapped shared by tu_srunner_run() before the cases fork; a private
+ * counter until then (a skip in main() is an exit 77, not a count). */
+static atomic_int g_skip_private;
+static atomic_int *g_skips = &g_skip_private;
+
+void tu_skips_share(void)
+{
+	void *p = mmap(NULL, sizeof(atomic_int), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("testutil: mmap of the skip counter");
+		exit(1);
+	}
+	g_skips = p;
+	atomic_store(g_skips, 0);
+}
+
+void tu_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("SKIP: ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	atomic_fetch_add(g_skips, 1);
+}
+
+int tu_skipped(void)
+{
+	return atomic_load(g_skips);
+}
+
+int tu_simd_level(void)
+{
+	const char *want = getenv("STRATA_TEST_SIMD");
+	int level = STRATA_SIMD_SCALAR;
+
+	if (want && *want) {
+		for (level = STRATA_SIMD_AVX512; level > STRATA_SIMD_SCALAR; level--)
+			if (!strcmp(want, strata_simd_name((enum strata_simd)level)))
+				break;
+		if (strcmp(want, strata_simd_name((enum strata_simd)level))) {
+			printf("STRATA_TEST_SIMD=%s: expected scalar, avx2 or avx512\n", want);
+			exit(1);
+		}
+	}
+	if (strata_simd_set((enum strata_simd)level) != 0) {
+		tu_skip("this CPU lacks %s", strata_simd_name((enum strata_simd)level));
+		return -1;
+	}
+	return level;
 }
 
 int tu_run(const char *cmd, char *out, size_t cap)
