@@ -122,12 +122,15 @@ void tu_log_release(void);
  * (texts point into t->inp, ids into t->ids) and returns the number of
  * tests, or -1 when a file is missing or the two disagree in count (the
  * reason printed).  Release with tu_vocab_tests_free().
+ * tu_vocab_tests_read_files() reads any such pair (tests/vocab/corpus.*),
+ * where a .out line starting with '#' says llama.cpp had no answer (no_ref).
  */
 struct tu_vocab_test {
 	const char *text;
 	size_t len;
 	const int32_t *ids;
 	int n_ids;
+	int no_ref;
 };
 struct tu_vocab_tests {
 	struct tu_vocab_test *v;
@@ -136,6 +139,8 @@ struct tu_vocab_tests {
 	int32_t *ids;
 };
 int tu_vocab_tests_read(const char *name, struct tu_vocab_tests *t);
+int tu_vocab_tests_read_files(const char *inp_path, const char *out_path,
+			      struct tu_vocab_tests *t);
 void tu_vocab_tests_free(struct tu_vocab_tests *t);
 
 #endif

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # peer/build.sh - llama.cpp, built here, as strata's reference: llama-bench
-# (tools/bench.sh) and peer-tokenize (tools/peer/tokenize.c against libllama,
+# (tools/bench.sh) and peer-tokenize (tools/peer/tokenize.cpp against libllama,
 # for tools/peer/tokcmp.sh).
 #
 #   tools/peer/build.sh          build what is missing into build/peer/, print its bin dir
@@ -35,7 +35,7 @@ run() {
 
 bin=$peer/bin
 if [ -x "$bin/llama-bench" ] && [ -x "$bin/peer-tokenize" ] &&
-	[ ! "$root/tools/peer/tokenize.c" -nt "$bin/peer-tokenize" ] &&
+	[ ! "$root/tools/peer/tokenize.cpp" -nt "$bin/peer-tokenize" ] &&
 	[ "$(cat "$peer/COMMIT" 2>/dev/null)" = "$commit" ]; then
 	echo "$bin"
 	exit 0
@@ -74,8 +74,8 @@ if [ ! -x "$peer/build/bin/llama-bench" ] || [ "$(cat "$peer/COMMIT" 2>/dev/null
 fi
 ln -sf "$peer/build/bin/llama-bench" "$bin/llama-bench"
 
-# The tokenizer driver: C against llama.h, linked to the libllama just built.
-run "$peer/tokenize.log" cc -O2 -Wall -Wextra -o "$bin/peer-tokenize" "$root/tools/peer/tokenize.c" \
+# The tokenizer driver, linked to the libllama just built.
+run "$peer/tokenize.log" c++ -O2 -Wall -Wextra -Werror -o "$bin/peer-tokenize" "$root/tools/peer/tokenize.cpp" \
 	-I"$peer/src/include" -I"$peer/src/ggml/include" -L"$peer/build/bin" -lllama -lggml -lggml-base \
 	-Wl,-rpath,"$peer/build/bin"
 echo "$commit" >"$peer/COMMIT"
