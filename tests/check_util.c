@@ -1,16 +1,19 @@
 /*
  * check_util.c - core/util: the string builder (growable and fixed), the
- * aligned allocators and the monotonic clock.
+ * aligned allocators, the monotonic clock and progress lines through the log
+ * sink.
  */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "testutil.h"
 #include "util/clock.h"
+#include "util/log.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
 
@@ -151,6 +154,35 @@ START_TEST(clock_monotonic)
 }
 END_TEST
 
+static char g_line[256];
+static int g_level = -1, g_lines;
+
+static void sink(void *user, int level, const char *line)
+{
+	(void)user;
+	g_level = level;
+	g_lines++;
+	snprintf(g_line, sizeof(g_line), "%s", line);
+}
+
+/* Progress lines reach the sink, marked as such, and obey the level filter as INFO. */
+START_TEST(log_progress)
+{
+	strata_log_set_sink(sink, NULL);
+	strata_log_progress(0, "loading %s: %3.0f%%", "m.gguf", 42.0);
+	ck_assert_int_eq(g_level, STRATA_LOG_LVL_PROGRESS);
+	ck_assert_str_eq(g_line, "loading m.gguf:  42%");
+	strata_log_set_level(STRATA_LOG_LVL_WARN);
+	strata_log_progress(1, "loading %s: done", "m.gguf");
+	ck_assert_int_eq(g_lines, 1);
+	strata_log_set_level(STRATA_LOG_LVL_INFO);
+	strata_log_progress(1, "loading %s: done", "m.gguf");
+	ck_assert_int_eq(g_lines, 2);
+	ck_assert_str_eq(g_line, "loading m.gguf: done");
+	strata_log_set_sink(NULL, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("util");
@@ -163,6 +195,7 @@ int main(void)
 	tcase_add_test(tc, aligned);
 	tcase_add_test(tc, zalloc);
 	tcase_add_test(tc, clock_monotonic);
+	tcase_add_test(tc, log_progress);
 	suite_add_tcase(s, tc);
 	return tu_srunner_run(srunner_create(s));
 }
