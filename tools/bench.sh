@@ -11,7 +11,9 @@
 # every round; each side reports the median of REPS repetitions after a
 # warm-up. The table gives, per test, the median over rounds of each side and
 # of the per-round ratios, with the CPU's ISA and the load average beside
-# them. Rows are appended to build/bench/<model>.csv (in STRATA_BUILD_DIR).
+# them, and the CPU seconds each side spent on the same tests (/usr/bin/time),
+# which other work sharing the CPUs changes far less than tok/s. Rows are
+# appended to build/bench/<model>.csv (in STRATA_BUILD_DIR).
 #
 #   THREADS  default: all online CPUs     ROUNDS  default: 3
 #   --strata-only   skip the peer
@@ -99,6 +101,7 @@ build_strata
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 results=$tmp/results # lines: round test strata_tok_s peer_tok_s load1
+cpus=$tmp/cpus       # lines: round strata_cpu_s peer_cpu_s
 
 # Prints "test median" for each table row of strata-bench's output.
 rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+ *$/ { gsub(/ /, "", $2); gsub(/ /, "", $4); print $2, $4 }' "$1"; }
@@ -131,10 +134,19 @@ cpu_isa() {
 
 # Runs one side with a time limit (a hung run must not hang the whole
 # benchmark); stdout to $1, stderr to $1.err. $2 names the side for errors.
+# The CPU seconds (user + system) each side spent on the same tests, model load
+# and warm-ups included: unlike tok/s, hardly changed by other work sharing
+# the CPUs (a thread that spins while it waits still counts).
+cpu_time=()
+[ -x /usr/bin/time ] && cpu_time=(/usr/bin/time -f "%U %S" -o)
+
 run_side() {
 	local out=$1 what=$2 rc=0
 
 	shift 2
+	if [ ${#cpu_time[@]} -gt 0 ]; then
+		set -- "${cpu_time[@]}" "$out.cpu" "$@"
+	fi
 	timeout --kill-after=10 "$limit" "$@" >"$out" 2>"$out.err" || rc=$?
 	[ "$rc" = 0 ] && return 0
 	cat "$out" "$out.err" >&2
@@ -178,6 +190,14 @@ for r in $(seq 1 "$rounds"); do
 		{ printf "%s %s %s %s %s\n", r, $1, $2, ($1 in p ? p[$1] : "-"), l }' "$tmp/pr" "$tmp/sr" >>"$results"
 	awk -v r="$r" '$1 == r { printf "bench.sh:   %-7s strata %10.1f tok/s", $2, $3
 		print ($4 == "-" ? "" : sprintf("   llama.cpp %10.1f tok/s   ratio %.2f", $4, $3 / $4)) }' "$results" >&2
+	if [ -s "$tmp/s$r.cpu" ] && [ -s "$tmp/p$r.cpu" ]; then
+		read -r su ss <"$tmp/s$r.cpu"
+		read -r pu ps <"$tmp/p$r.cpu"
+		awk -v r="$r" -v s="$su $ss" -v p="$pu $ps" 'BEGIN { split(s, a); split(p, b)
+			cs = a[1] + a[2]; cp = b[1] + b[2]
+			printf "%s %.2f %.2f\n", r, cs, cp
+			printf "bench.sh:   cpu     strata %8.2f s        llama.cpp %8.2f s        llama.cpp/strata %.2f\n", cs, cp, (cs > 0 ? cp / cs : 0) > "/dev/stderr" }' >>"$cpus"
+	fi
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 say "done; load average $load_end"
@@ -242,4 +262,10 @@ awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v 
 		}
 		printf "%s", notes
 	}' "$results"
+[ -s "$cpus" ] && awk '{ s[NR] = $2; p[NR] = $3; r[NR] = $2 > 0 ? $3 / $2 : 0; rr = rr (NR > 1 ? " " : "") sprintf("%.2f", r[NR]) }
+	END { for (i = 2; i <= NR; i++) { x = r[i]; for (j = i - 1; j >= 1 && r[j] > x; j--) r[j + 1] = r[j]; r[j + 1] = x }
+		m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+		printf "CPU time for the same tests (user + system, load and warm-ups included): llama.cpp/strata %.2fx (rounds: %s)\n", m, rr }' "$cpus"
+awk -v n="$(nproc)" '!seen[$1]++ && $5 + 0 > n { hi = hi (hi ? ", " : "") $5 }
+	END { if (hi) printf "note: the load average (%s) exceeded the %d CPUs: the other work on this machine shares them, and two threads that must meet at barriers suffer most; compare ratios, not tok/s\n", hi, n }' "$results"
 echo "rows appended to ${csv#"$root"/}"
