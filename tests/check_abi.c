@@ -433,8 +433,6 @@ int main(void)
 {
 	Suite *s = suite_create("abi");
 	TCase *tc = tcase_create("abi");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, refused, 0, N_REFUSALS);
@@ -444,9 +442,5 @@ int main(void)
 	tcase_add_test(tc, plugin_checks_host_version);
 	tcase_add_test(tc, host_load_plugin);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -712,8 +712,6 @@ int main(void)
 {
 	Suite *s = suite_create("aread");
 	TCase *tc = tcase_create("aread");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, lands_everything);
@@ -728,9 +726,5 @@ int main(void)
 	tcase_add_test(tc, start_wait);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -1,6 +1,7 @@
 /*
- * check_attn.c - attention kernels (core/cpu/attn*.c) at every SIMD level
- * against a float64 reference: grouped heads, odd lengths and widths, the
+ * check_attn.c - attention kernels (core/cpu/attn*.c) at each SIMD level
+ * (one per ctest run: check_attn, .avx2, .avx512; testutil.h) against a float64
+ * reference: grouped heads, odd lengths and widths, the
  * padded key rows, and a softmax whose scores span a wide range.
  */
 #include <check.h>
@@ -23,6 +24,9 @@ static float frnd(void)
 	g_rng ^= g_rng << 17;
 	return (float)((g_rng >> 40) & 0xffffff) / 8388608.0f - 1.0f;
 }
+
+/* The level this run tests (tu_simd_level). */
+static int g_lv;
 
 /* One case: G heads of width hd over len positions, values hdv wide. */
 static void check_case(int G, int hd, int hdv, uint32_t len, float qscale)
@@ -62,7 +66,9 @@ static void check_case(int G, int hd, int hdv, uint32_t len, float qscale)
 			ref[g * hdv + d] = s / sum;
 		}
 	}
-	for (int l = 0; l <= (int)strata_simd_detect(); l++) {
+	{
+		const int l = g_lv;
+
 		ck_assert_int_eq(strata_simd_set(l), 0);
 		for (size_t i = 0; i < os * G; i++)
 			o[i] = -9.0f;
@@ -94,6 +100,9 @@ START_TEST(heads_match_float64)
 	static const int dims[] = { 8, 32, 64, 80, 128 };
 	static const uint32_t lens[] = { 1, 2, 15, 16, 17, 63, 64, 65, 130, 333 };
 
+	if ((g_lv = tu_simd_level()) < 0)
+		return;
+
 	for (size_t a = 0; a < sizeof(Gs) / sizeof(Gs[0]); a++)
 		for (size_t b = 0; b < sizeof(dims) / sizeof(dims[0]); b++)
 			for (size_t c = 0; c < sizeof(lens) / sizeof(lens[0]); c++)
@@ -105,13 +114,15 @@ END_TEST
  * the vector exp must follow expf down to where it underflows. */
 START_TEST(heads_wide_scores)
 {
+	if ((g_lv = tu_simd_level()) < 0)
+		return;
 	check_case(4, 64, 64, 200, 40.0f);
 	check_case(3, 32, 48, 77, 12.0f);
 	check_case(1, 128, 128, 1000, 25.0f);
 }
 END_TEST
 
-/* The score kernel alone, against float64, at every level. */
+/* The score kernel alone, against float64. */
 START_TEST(scores_match_float64)
 {
 	const int hd = 40;
@@ -119,11 +130,15 @@ START_TEST(scores_match_float64)
 	const size_t ks = 128;
 	float q[40], kt[40 * 128], sc[128];
 
+	if ((g_lv = tu_simd_level()) < 0)
+		return;
 	for (int i = 0; i < hd; i++)
 		q[i] = frnd();
 	for (size_t i = 0; i < sizeof(kt) / sizeof(kt[0]); i++)
 		kt[i] = frnd();
-	for (int l = 0; l <= (int)strata_simd_detect(); l++) {
+	{
+		const int l = g_lv;
+
 		ck_assert_int_eq(strata_simd_set(l), 0);
 		strata_attn_scores(q, kt, ks, hd, len, 0.5f, sc);
 		for (uint32_t j = 0; j < len; j++) {
@@ -143,16 +158,11 @@ int main(void)
 {
 	Suite *s = suite_create("attn");
 	TCase *tc = tcase_create("attn");
-	SRunner *sr;
-	int failed;
 
+	tcase_set_tags(tc, "simd");
 	tcase_add_test(tc, heads_match_float64);
 	tcase_add_test(tc, heads_wide_scores);
 	tcase_add_test(tc, scores_match_float64);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -233,8 +233,6 @@ int main(void)
 {
 	Suite *su = suite_create("cli");
 	TCase *tc = tcase_create("cli");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, main_job);
@@ -244,9 +242,5 @@ int main(void)
 	tcase_add_test(tc, bad_config_and_prompt);
 	tcase_add_test(tc, subcommands);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(su));
 }

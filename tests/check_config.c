@@ -666,8 +666,6 @@ int main(void)
 {
 	Suite *su = suite_create("config");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, defaults);
@@ -684,9 +682,5 @@ int main(void)
 	tcase_add_test(tc, plugin_sections);
 	tcase_add_test(tc, prefill_chunk);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(su));
 }

@@ -474,8 +474,6 @@ int main(void)
 {
 	Suite *s = suite_create("device");
 	TCase *tc = tcase_create("device");
-	SRunner *sr;
-	int failed;
 
 	if (!tu_shared("models/syn-qwen3moe-f32.gguf")) {
 		printf("SKIP: ../shared/models is absent\n");
@@ -495,9 +493,5 @@ int main(void)
 	tcase_add_test(tc, refused);
 	tcase_add_test(tc, auto_falls_back);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -639,8 +639,6 @@ int main(void)
 {
 	Suite *s = suite_create("faults");
 	TCase *tc = tcase_create("faults");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, transient_schedule, 0, 3);
@@ -655,9 +653,5 @@ int main(void)
 	tcase_add_test(tc, loads_as_plugin);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf != 0;
+	return tu_srunner_run(srunner_create(s));
 }

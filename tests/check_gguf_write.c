@@ -407,11 +407,5 @@ static Suite *gguf_write_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(gguf_write_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(gguf_write_suite()));
 }

@@ -4,10 +4,13 @@
  * core loads them.
  *
  * Every test runs once per variant (a plugin plus its INI section).  A
- * variant whose plugin is not built here or probes unusable prints why and
- * passes; direct-mode parts print why and pass when no directory here takes
- * O_DIRECT.  The test file and the random-read workload are in
- * io_pattern.h.
+ * variant whose plugin is not built here or probes unusable is a skipped
+ * case (TU_SKIP, counted), and so is a direct-mode case where no directory
+ * here takes O_DIRECT.  The io-uring cases (tag io_uring) and the other
+ * plugins' direct-mode cases (tag o_direct) are ctest tests of their own,
+ * check_io.io_uring and check_io.o_direct, so that where the machine lacks
+ * them ctest lists them as skipped.  The test file and the random-read
+ * workload are in io_pattern.h.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -38,13 +41,15 @@ struct variant {
 static const struct variant variants[] = {
 	{ "io-pread", "", "io-pread" },
 	{ "io-pread", "threads = 3\n", "io-pread threads=3" },
+	{ "io-direct", "", "io-direct aio" },
+	{ "io-direct", "inline_submit = true\n", "io-direct inline" },
+	/* io-uring last: variants [N_PLAIN, N_VARIANTS) are the io_uring part's */
 	{ "io-uring", "", "io-uring" },
 	{ "io-uring", "fixed_buffers = false\n", "io-uring fixed_buffers=false" },
 	{ "io-uring", "sqpoll = true\n", "io-uring sqpoll" },
-	{ "io-direct", "", "io-direct aio" },
-	{ "io-direct", "inline_submit = true\n", "io-direct inline" },
 };
 #define N_VARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
+#define N_PLAIN 4
 
 static char g_file[4200]; /* the pattern file */
 static char g_dir[4096];
@@ -60,7 +65,7 @@ struct fx {
 	const struct strata_host *host;
 };
 
-/* Load variant v with its INI section; 0 when it is unusable here (said why). */
+/* Load variant v with its INI section; 0 when it is unusable here (a skipped case: return). */
 static int fx_load(struct fx *f, int v, const char *extra_keys)
 {
 	char ini[4096 + 64], text[1024];
@@ -79,8 +84,8 @@ static int fx_load(struct fx *f, int v, const char *extra_keys)
 	rc = access(ini, F_OK) ? -ENOENT
 			       : strata_registry_load_file(f->reg, ini, STRATA_PLUGIN_IO, &f->plugin);
 	if (rc == -ENOENT || rc == -ENODEV) {
-		printf("SKIP %s: %s (%s)\n", variants[v].label,
-		       rc == -ENOENT ? "not built" : "probe says unusable here", strerror(-rc));
+		tu_skip("%s: %s (%s)", variants[v].label,
+			rc == -ENOENT ? "not built" : "probe says unusable here", strerror(-rc));
 		strata_registry_free(f->reg);
 		strata_config_free(&f->cfg);
 		return 0;
@@ -130,19 +135,23 @@ static void open_ok(struct fx *f, uint32_t flags, uint32_t depth, void **h)
 	ck_assert_ptr_nonnull(*h);
 }
 
-START_TEST(test_random_reads)
+/* A direct-mode case's start: 0 (skipped) where no directory here takes O_DIRECT. */
+static int direct_or_skip(int v)
+{
+	if (!g_direct_ok)
+		tu_skip("%s direct: no directory here takes O_DIRECT (set TMPDIR)", variants[v].label);
+	return g_direct_ok;
+}
+
+static void random_reads(int v, int direct)
 {
 	static const uint32_t depths[] = { 1, 8, 32, 128 };
 	struct fx f;
-	int direct, d;
+	int d;
 
-	if (!fx_load(&f, _i, NULL))
+	if ((direct && !direct_or_skip(v)) || !fx_load(&f, v, NULL))
 		return;
-	for (direct = 0; direct < 2; direct++) {
-		if (direct && !g_direct_ok) {
-			printf("SKIP %s direct: no directory here takes O_DIRECT\n", variants[_i].label);
-			continue;
-		}
+	{
 		for (d = 0; d < 4; d++) {
 			struct workload w = { depths[d], direct, N_READS, 0x9e3779b97f4a7c15ull + (uint64_t)d, 1 };
 			struct strata_io_caps caps;
@@ -159,24 +168,27 @@ START_TEST(test_random_reads)
 			ck_assert_int_eq(f.ops->size(h), FILE_SIZE);
 			n = run_reads(f.ops, h, &w, err, sizeof(err));
 			ck_assert_msg(n == 0, "%s %s depth %u: %d errors, first: %s",
-				      variants[_i].label, direct ? "direct" : "buffered", depths[d], n,
+				      variants[v].label, direct ? "direct" : "buffered", depths[d], n,
 				      err);
 			f.ops->close(h);
 		}
 	}
 	fx_free(&f);
 }
+
+START_TEST(test_random_reads) { random_reads(_i, 0); }
+END_TEST
+START_TEST(test_random_reads_direct) { random_reads(_i, 1); }
 END_TEST
 
 /* Reads at and past the end, and one across it. */
-START_TEST(test_eof)
+static void eof_reads(int v, int direct)
 {
 	struct fx f;
-	int direct;
 
-	if (!fx_load(&f, _i, NULL))
+	if ((direct && !direct_or_skip(v)) || !fx_load(&f, v, NULL))
 		return;
-	for (direct = 0; direct < 1 + g_direct_ok; direct++) {
+	{
 		uint64_t last = FILE_SIZE / PAGE * PAGE;
 		uint64_t offs[] = { direct ? last + 3 * PAGE : FILE_SIZE, last, last + PAGE, (uint64_t)1 << 40,
 				    direct ? last - PAGE : FILE_SIZE - 100 };
@@ -200,7 +212,7 @@ START_TEST(test_eof)
 			got += n;
 		}
 		for (i = 0; i < 5; i++)
-			check_done(&r[i], variants[_i].label);
+			check_done(&r[i], variants[v].label);
 		ck_assert_int_eq(r[0].result, 0);
 		ck_assert_int_eq(r[1].result, 2048);
 		ck_assert_int_eq(r[4].result, direct ? PAGE + 2048 : 100);
@@ -209,6 +221,10 @@ START_TEST(test_eof)
 	}
 	fx_free(&f);
 }
+
+START_TEST(test_eof) { eof_reads(_i, 0); }
+END_TEST
+START_TEST(test_eof_direct) { eof_reads(_i, 1); }
 END_TEST
 
 /* A read that breaks a direct handle's alignment completes with -EINVAL; its neighbours work. */
@@ -220,12 +236,7 @@ START_TEST(test_misaligned_direct)
 	void *h;
 	int i, got = 0;
 
-	if (!g_direct_ok) {
-		printf("SKIP %s misaligned direct reads: no directory here takes O_DIRECT\n",
-		       variants[_i].label);
-		return;
-	}
-	if (!fx_load(&f, _i, NULL))
+	if (!direct_or_skip(_i) || !fx_load(&f, _i, NULL))
 		return;
 	ck_assert_int_eq(posix_memalign((void **)&buf, PAGE, 5 * 2 * PAGE), 0);
 	open_ok(&f, STRATA_IO_DIRECT, 4, &h);
@@ -376,20 +387,31 @@ START_TEST(test_open_errors)
 	ck_assert_int_eq(f.ops->open(f.host, missing, STRATA_IO_DIRECT, 8, &h), -ENOENT);
 	ck_assert_int_eq(f.ops->open(f.host, g_dir, 0, 8, &h), -EISDIR);
 	ck_assert_ptr_null(h);
+	fx_free(&f);
+}
+END_TEST
 
-	/* procfs refuses O_DIRECT: a clear -EINVAL the core can fall back from. */
-	if (open("/proc/version", O_RDONLY | O_DIRECT) < 0 && errno == EINVAL) {
-		g_log_lines[0] = 0;
-		strata_log_set_sink(log_capture, NULL);
-		ck_assert_int_eq(f.ops->open(f.host, "/proc/version", STRATA_IO_DIRECT, 8, &h),
-				 -EINVAL);
-		strata_log_set_sink(NULL, NULL);
-		ck_assert_ptr_null(h);
-		ck_assert_msg(strstr(g_log_lines, "/proc/version") && strstr(g_log_lines, "O_DIRECT"),
-			      "no clear message for a refused O_DIRECT: '%s'", g_log_lines);
-	} else {
-		printf("SKIP %s: /proc/version does not refuse O_DIRECT here\n", variants[_i].label);
+/* procfs refuses O_DIRECT: a clear -EINVAL the core can fall back from. */
+START_TEST(test_open_direct_refused)
+{
+	struct fx f;
+	void *h = (void *)1;
+	int fd = open("/proc/version", O_RDONLY | O_DIRECT);
+
+	if (fd >= 0 || errno != EINVAL) {
+		if (fd >= 0)
+			close(fd);
+		TU_SKIP("%s: /proc/version does not refuse O_DIRECT here", variants[_i].label);
 	}
+	if (!fx_load(&f, _i, NULL))
+		return;
+	g_log_lines[0] = 0;
+	strata_log_set_sink(log_capture, NULL);
+	ck_assert_int_eq(f.ops->open(f.host, "/proc/version", STRATA_IO_DIRECT, 8, &h), -EINVAL);
+	strata_log_set_sink(NULL, NULL);
+	ck_assert_ptr_null(h);
+	ck_assert_msg(strstr(g_log_lines, "/proc/version") && strstr(g_log_lines, "O_DIRECT"),
+		      "no clear message for a refused O_DIRECT: '%s'", g_log_lines);
 	fx_free(&f);
 }
 END_TEST
@@ -478,9 +500,19 @@ START_TEST(test_bad_keys)
 {
 	bad_key("io-pread", "threads = many\n", "threads");
 	bad_key("io-pread", "threads = 0\n", "threads");
+	bad_key("io-direct", "inline_submit = 2\n", "inline_submit");
+}
+END_TEST
+
+START_TEST(test_bad_keys_uring)
+{
+	struct fx f;
+
+	if (!fx_load(&f, plain("io-uring"), NULL))
+		return;
+	fx_free(&f);
 	bad_key("io-uring", "depth = -3\n", "depth");
 	bad_key("io-uring", "fixed_buffers = maybe\n", "fixed_buffers");
-	bad_key("io-direct", "inline_submit = 2\n", "inline_submit");
 }
 END_TEST
 
@@ -536,36 +568,61 @@ START_TEST(test_direct_modes)
 	f.ops->caps(h, &caps);
 	ck_assert(caps.flags & STRATA_IO_CAP_INLINE);
 	f.ops->close(h);
-	if (g_direct_ok) {
-		open_ok(&f, STRATA_IO_DIRECT, 8, &h);
-		f.ops->caps(h, &caps);
-		ck_assert_int_eq(caps.flags & (STRATA_IO_CAP_DIRECT | STRATA_IO_CAP_ASYNC),
-				 STRATA_IO_CAP_DIRECT | STRATA_IO_CAP_ASYNC);
-		f.ops->close(h);
-	}
+	fx_free(&f);
+}
+END_TEST
+
+/* io-direct's default mode on an O_DIRECT handle: native AIO. */
+START_TEST(test_direct_modes_direct)
+{
+	struct strata_io_caps caps;
+	struct fx f;
+	void *h;
+
+	if (!direct_or_skip(plain("io-direct")) || !fx_load(&f, plain("io-direct"), NULL))
+		return;
+	open_ok(&f, STRATA_IO_DIRECT, 8, &h);
+	f.ops->caps(h, &caps);
+	ck_assert_int_eq(caps.flags & (STRATA_IO_CAP_DIRECT | STRATA_IO_CAP_ASYNC),
+			 STRATA_IO_CAP_DIRECT | STRATA_IO_CAP_ASYNC);
+	f.ops->close(h);
 	fx_free(&f);
 }
 END_TEST
 
 /* Probe scores rank the backends: io-uring > io-direct > io-pread. */
+static int score_of(const char *name)
+{
+	struct fx f;
+	int score;
+
+	if (!fx_load(&f, plain(name), NULL))
+		return 0;
+	score = f.plugin->score;
+	fx_free(&f);
+	return score;
+}
+
 START_TEST(test_scores)
 {
-	int score[3] = { 0, 0, 0 }, i;
-	const char *names[3] = { "io-pread", "io-direct", "io-uring" };
+	int pread = score_of("io-pread"), direct;
 
-	for (i = 0; i < 3; i++) {
-		struct fx f;
+	ck_assert_msg(pread > 0, "io-pread must always be usable");
+	if ((direct = score_of("io-direct")) > 0)
+		ck_assert_int_gt(direct, pread);
+}
+END_TEST
 
-		if (!fx_load(&f, plain(names[i]), NULL))
-			continue;
-		score[i] = f.plugin->score;
-		fx_free(&f);
-	}
-	ck_assert_msg(score[0] > 0, "io-pread must always be usable");
-	if (score[1])
-		ck_assert_int_gt(score[1], score[0]);
-	if (score[2])
-		ck_assert_int_gt(score[2], score[1] ? score[1] : score[0]);
+START_TEST(test_scores_uring)
+{
+	int uring = score_of("io-uring"), direct;
+
+	if (!uring)
+		return; /* skipped: fx_load said why */
+	direct = score_of("io-direct");
+	if (!direct)
+		return;
+	ck_assert_int_gt(uring, direct);
 }
 END_TEST
 
@@ -607,10 +664,7 @@ static int pick_dir(void)
 			rmdir(dir);
 		}
 	}
-	if (!g_dir[0])
-		return -1;
-	printf("SKIP direct-mode subtests: no candidate directory takes O_DIRECT (set TMPDIR)\n");
-	return 0;
+	return g_dir[0] ? 0 : -1;
 }
 
 static void remove_dir(void)
@@ -630,8 +684,9 @@ int main(void)
 {
 	Suite *s = suite_create("io");
 	TCase *tc = tcase_create("plugins");
-	SRunner *sr;
-	int failed;
+	TCase *direct = tcase_create("direct");
+	TCase *uring = tcase_create("uring");
+	int rc;
 
 	if (pick_dir()) {
 		printf("SKIP: cannot write an %u-byte test file in any temporary directory\n",
@@ -640,22 +695,44 @@ int main(void)
 	}
 	printf("io test file: %s (O_DIRECT %s)\n", g_file, g_direct_ok ? "works" : "refused");
 	tcase_set_timeout(tc, 300);
-	tcase_add_loop_test(tc, test_random_reads, 0, N_VARIANTS);
-	tcase_add_loop_test(tc, test_eof, 0, N_VARIANTS);
-	tcase_add_loop_test(tc, test_misaligned_direct, 0, N_VARIANTS);
-	tcase_add_loop_test(tc, test_reap_timeout, 0, N_VARIANTS);
-	tcase_add_loop_test(tc, test_close_in_flight, 0, N_VARIANTS);
-	tcase_add_loop_test(tc, test_open_errors, 0, N_VARIANTS);
-	tcase_add_loop_test(tc, test_threads, 0, N_VARIANTS);
+	tcase_add_loop_test(tc, test_random_reads, 0, N_PLAIN);
+	tcase_add_loop_test(tc, test_eof, 0, N_PLAIN);
+	tcase_add_loop_test(tc, test_reap_timeout, 0, N_PLAIN);
+	tcase_add_loop_test(tc, test_close_in_flight, 0, N_PLAIN);
+	tcase_add_loop_test(tc, test_open_errors, 0, N_PLAIN);
+	tcase_add_loop_test(tc, test_open_direct_refused, 0, N_PLAIN);
+	tcase_add_loop_test(tc, test_threads, 0, N_PLAIN);
 	tcase_add_test(tc, test_bad_keys);
-	tcase_add_test(tc, test_uring_keys);
 	tcase_add_test(tc, test_direct_modes);
 	tcase_add_test(tc, test_scores);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+
+	tcase_set_tags(direct, "o_direct");
+	tcase_set_timeout(direct, 300);
+	tcase_add_loop_test(direct, test_random_reads_direct, 0, N_PLAIN);
+	tcase_add_loop_test(direct, test_eof_direct, 0, N_PLAIN);
+	tcase_add_loop_test(direct, test_misaligned_direct, 0, N_PLAIN);
+	tcase_add_test(direct, test_direct_modes_direct);
+	suite_add_tcase(s, direct);
+
+	/* Every io-uring case, direct ones included (they skip without O_DIRECT). */
+	tcase_set_tags(uring, "io_uring");
+	tcase_set_timeout(uring, 300);
+	tcase_add_loop_test(uring, test_random_reads, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_random_reads_direct, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_eof, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_eof_direct, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_misaligned_direct, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_reap_timeout, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_close_in_flight, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_open_errors, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_open_direct_refused, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_threads, N_PLAIN, N_VARIANTS);
+	tcase_add_test(uring, test_bad_keys_uring);
+	tcase_add_test(uring, test_uring_keys);
+	tcase_add_test(uring, test_scores_uring);
+	suite_add_tcase(s, uring);
+	rc = tu_srunner_run(srunner_create(s));
 	remove_dir();
-	return failed != 0;
+	return rc;
 }

@@ -22,13 +22,6 @@
 #include "slog.h"
 #include "testutil.h"
 
-/* Only failures go through Check (see check_kernels.c). */
-#define EXPECT(c, ...)                                                       \
-	do {                                                                 \
-		if (!(c))                                                    \
-			ck_assert_msg((c), __VA_ARGS__);                     \
-	} while (0)
-
 static const uint32_t g_types[] = { STRATA_TYPE_IQ2_XS, STRATA_TYPE_IQ2_S,
 				    STRATA_TYPE_IQ3_XXS, STRATA_TYPE_IQ3_S,
 				    STRATA_TYPE_IQ1_M };
@@ -222,10 +215,8 @@ START_TEST(real_tensors)
 
 		snprintf(rel, sizeof(rel), "models/syn-qwen3moe-d256-%s.gguf",
 			 f < 4 ? g_files[f] : "f32");
-		if (!tu_shared(rel)) {
-			printf("SKIP part: ../shared/%s absent\n", rel);
-			return;
-		}
+		if (!tu_shared(rel))
+			TU_SKIP("../shared/%s is absent", rel);
 	}
 	/* (tu_shared's buffer now holds the F32 model's path) */
 	ck_assert_int_eq(strata_gguf_open(tu_shared("models/syn-qwen3moe-d256-f32.gguf"), &gf), 0);
@@ -368,7 +359,7 @@ static void compare_prompt(struct strata_model *m, const char *mix, const char *
 	slog_free(&l);
 }
 
-/* The files end_to_end reads, or "SKIP part" and 0. */
+/* The files end_to_end reads (1), or a counted skip and 0. */
 static int have_mix(const char *mix)
 {
 	char rel[4][128];
@@ -381,7 +372,7 @@ static int have_mix(const char *mix)
 			 g_prompts[p]);
 		for (int i = 0; i < 4; i++)
 			if (!tu_shared(rel[i])) {
-				printf("SKIP part: ../shared/%s absent\n", rel[i]);
+				tu_skip("../shared/%s is absent", rel[i]);
 				return 0;
 			}
 	}
@@ -419,10 +410,8 @@ START_TEST(end_to_end)
 	struct kl_sums k = { { 0 }, { 0 } };
 	double got, same, llama;
 
-	if (tu_tsan()) {
-		printf("note: end_to_end not run under TSan\n");
-		return;
-	}
+	if (tu_tsan())
+		TU_SKIP("end_to_end does not run under TSan (its threads are check_quant_golden's)");
 	if (!have_mix(cases[_i].mix))
 		return;
 	dir = tu_tmpdir();
@@ -571,8 +560,6 @@ int main(void)
 {
 	Suite *s = suite_create("iq_quant");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	setvbuf(stdout, NULL, _IOLBF, 0); /* a failing test exits without flushing */
 	tcase_set_timeout(tc, 300);
@@ -582,9 +569,5 @@ int main(void)
 	tcase_add_loop_test(tc, real_tensors, 0, N_TYPES);
 	tcase_add_loop_test(tc, end_to_end, 0, N_TYPES);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -1,7 +1,8 @@
 /*
  * check_kernels.c - CPU kernels: dequantisation (also against ggml), the
- * reference quantisers, activation quantisation, matmul at every
- * SIMD level against a double-precision reference and against scalar.
+ * reference quantisers, activation quantisation, matmul at each SIMD level
+ * (one per ctest run: check_kernels, .avx2, .avx512) against a
+ * double-precision reference and against scalar.
  */
 #include <check.h>
 #include <errno.h>
@@ -19,18 +20,6 @@
 #include "cpu/types.h"
 #include "gguf/gguf.h"
 #include "testutil.h"
-
-/* Check records every passing assertion (a pipe write in fork mode), which
- * dominates loops over millions of values: only a failure goes through it. */
-#define EXPECT(c, ...)                                                       \
-	do {                                                                 \
-		if (!(c))                                                    \
-			ck_assert_msg((c), __VA_ARGS__);                     \
-	} while (0)
-#define EXPECT_TRUE(c) EXPECT(c, "%s", #c)
-#define EXPECT_EQ(a, b)                                                      \
-	EXPECT((long long)(a) == (long long)(b), "%s = %lld, want %lld", #a, \
-	       (long long)(a), (long long)(b))
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -50,25 +39,17 @@ static float frnd(void)
 	return (float)(rnd() & 0xffffff) / 8388608.0f - 1.0f;
 }
 
-static int level_ok(int lvl)
-{
-	return lvl <= (int)strata_simd_detect();
-}
-
-/* Levels this CPU has; the others are reported once. */
-static int levels_available(void)
-{
-	static int said;
-
-	if (!said) {
-		for (int l = STRATA_SIMD_SCALAR; l <= STRATA_SIMD_AVX512; l++)
-			if (!level_ok(l))
-				printf("note: CPU lacks %s; its kernels are not tested here\n",
-				       strata_simd_name(l));
-		said = 1;
-	}
-	return (int)strata_simd_detect() + 1;
-}
+/*
+ * The cases tagged "simd" test the kernels of one level per ctest run
+ * (check_kernels: scalar, check_kernels.avx2, check_kernels.avx512; testutil.h),
+ * so a level this CPU lacks is a skipped ctest test, not a silent gap.
+ */
+static int g_lv;
+#define SIMD_CASE()                               \
+	do {                                      \
+		if ((g_lv = tu_simd_level()) < 0) \
+			return;                   \
+	} while (0)
 
 static uint16_t ld16(const uint8_t *p)
 {
@@ -159,12 +140,13 @@ static uint32_t f_bits(float f)
 
 START_TEST(dequant_hand_blocks)
 {
+	SIMD_CASE();
+
 	/* Q8_0: d = 0.5 (0x3800), q = -128, -1, 0, 1, 127, ...; d = -2 (0xc000). */
 	uint8_t q8[2 * 34];
 	float out[64];
 	uint16_t h[4] = { 0x3c00, 0xc000, 0x0001, 0x7bff }; /* 1, -2, 2^-24, 65504 */
 	uint16_t b[3] = { 0x3f80, 0xc0a0, 0x0001 };          /* 1, -5, tiny */
-	int lv_n = levels_available();
 
 	memset(q8, 0, sizeof(q8));
 	q8[0] = 0x00, q8[1] = 0x38;
@@ -173,7 +155,9 @@ START_TEST(dequant_hand_blocks)
 		q8[2 + i] = (uint8_t)(i * 3);
 	q8[34] = 0x00, q8[35] = 0xc0;
 	q8[36] = 0x05, q8[67] = 0xfd;
-	for (int l = 0; l < lv_n; l++) {
+	{
+		const int l = g_lv;
+
 		EXPECT_EQ(strata_simd_set(l), 0);
 		strata_dequant(STRATA_TYPE_Q8_0, q8, out, 64);
 		EXPECT_TRUE(out[0] == -64.0f && out[1] == -0.5f && out[2] == 0.0f);
@@ -196,9 +180,10 @@ END_TEST
 /* Dequantisation is bit-identical at every level, for every length. */
 START_TEST(dequant_levels_identical)
 {
+	SIMD_CASE();
+
 	static const uint32_t types[] = { STRATA_TYPE_F32, STRATA_TYPE_F16,
 					  STRATA_TYPE_BF16, STRATA_TYPE_Q8_0 };
-	int lv_n = levels_available();
 
 	for (size_t ti = 0; ti < 4; ti++) {
 		uint32_t type = types[ti];
@@ -225,7 +210,9 @@ START_TEST(dequant_levels_identical)
 					       (float)(int8_t)w[(i / 32) * 34 + 2 + i % 32];
 				EXPECT_TRUE(f_bits(ref[i]) == f_bits(want));
 			}
-			for (int l = 1; l < lv_n; l++) {
+			if (g_lv > STRATA_SIMD_SCALAR) {
+				const int l = g_lv;
+
 				EXPECT_EQ(strata_simd_set(l), 0);
 				strata_dequant(type, w, got, n);
 				EXPECT(memcmp(ref, got, sizeof(float) * (size_t)n) == 0,
@@ -264,8 +251,8 @@ END_TEST
 
 /*
  * ggml's own dequantisation of real model tensors (golden/dequant/MODEL.deq, see
- * golden/README.md): every supported type must match bit for bit, at every
- * level.  Types the kernels do not have yet are listed, not failed.
+ * golden/README.md): every type must have kernels and match bit for bit at
+ * this run's level.  Returns the tensors compared, -1 when the file is absent.
  */
 static int check_deq_file(const char *deq_rel, const char *model_rel)
 {
@@ -273,8 +260,7 @@ static int check_deq_file(const char *deq_rel, const char *model_rel)
 	size_t len, off = 0;
 	uint8_t *buf;
 	struct strata_gguf *g;
-	int compared = 0, lv_n = levels_available();
-	char skipped[128] = "";
+	int compared = 0;
 
 	if (!p)
 		return -1;
@@ -299,17 +285,12 @@ static int check_deq_file(const char *deq_rel, const char *model_rel)
 		ck_assert(off + 4 * (size_t)n <= len);
 		t = strata_gguf_find_tensor(g, name);
 		ck_assert_msg(t && t->type == type, "%s: tensor %s", model_rel, name);
-		if (!strata_type_supported(type)) {
-			const char *tn = strata_type_name(type);
-
-			if (!strstr(skipped, tn) && strlen(skipped) + strlen(tn) + 2 <
-			    sizeof(skipped))
-				strcat(strcat(skipped, " "), tn);
-			off += 4 * (size_t)n;
-			continue;
-		}
+		ck_assert_msg(strata_type_supported(type), "%s: %s is %s, which has no kernels",
+			      model_rel, name, strata_type_name(type));
 		got = malloc(4 * (size_t)n);
-		for (int l = 0; l < lv_n; l++) {
+		{
+			const int l = g_lv;
+
 			ck_assert_int_eq(strata_simd_set(l), 0);
 			strata_dequant(type, t->data, got, n);
 			for (uint32_t i = 0; i < n; i++)
@@ -322,9 +303,6 @@ static int check_deq_file(const char *deq_rel, const char *model_rel)
 		free(got);
 		off += 4 * (size_t)n;
 	}
-	if (skipped[0])
-		printf("note: %s: tensors of type%s not compared (no kernels yet)\n",
-		       model_rel, skipped);
 	strata_simd_set(strata_simd_detect());
 	strata_gguf_close(g);
 	free(buf);
@@ -336,8 +314,11 @@ START_TEST(dequant_matches_ggml)
 	static const char *const types[] = { "q8_0", "q4_0", "q4_k_m", "q6_k",
 					     "q2_k", "iq4_nl", "iq2_xs",
 					     "iq3_xxs", "iq3_s", "iq1_m" };
-	int q8 = 0;
 
+	SIMD_CASE();
+	if (!tu_shared("golden/dequant"))
+		TU_SKIP("../shared/golden/dequant is absent; dequantisation not compared "
+			"with ggml");
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		char deq[128], model[128];
 		int n;
@@ -347,14 +328,8 @@ START_TEST(dequant_matches_ggml)
 		snprintf(model, sizeof(model), "models/syn-qwen3moe-d256-%s.gguf",
 			 types[i]);
 		n = check_deq_file(deq, model);
-		if (i == 0)
-			q8 = n;
+		ck_assert_msg(n > 0, "%s: %s", deq, n < 0 ? "absent" : "no tensor compared");
 	}
-	if (q8 < 0)
-		printf("SKIP: ../shared/golden/dequant/syn-qwen3moe-d256-q8_0.deq "
-		       "is absent; dequantisation not compared with ggml\n");
-	else
-		ck_assert_msg(q8 > 0, "no Q8_0 tensor compared with ggml");
 }
 END_TEST
 
@@ -412,9 +387,10 @@ END_TEST
 
 START_TEST(act_quant_levels_identical)
 {
+	SIMD_CASE();
+
 	const int64_t k = 32 * 9;
 	float x[32 * 9];
-	int lv_n = levels_available();
 	const struct strata_act_ops *ref = &strata_kern_scalar.act[STRATA_ACT_Q8_0];
 	void *rq = aligned_alloc(64, ref->row_bytes(k));
 
@@ -446,7 +422,8 @@ START_TEST(act_quant_levels_identical)
 			ref->peek(rq, k, 70, &q, &d);
 			EXPECT_EQ(q, 64);
 		}
-		for (int l = 1; l < lv_n; l++) {
+		if (g_lv > STRATA_SIMD_SCALAR) {
+			const int l = g_lv;
 			const struct strata_act_ops *ao =
 				&strata_kern_level_get(l)->act[STRATA_ACT_Q8_0];
 			void *q = aligned_alloc(64, ao->row_bytes(k));
@@ -514,7 +491,8 @@ static void check_shape(struct strata_pool *pool, uint32_t type, int64_t rows,
 	double *mag = malloc(sizeof(double) * (size_t)(rows * n_tok));
 	double *qerr = calloc((size_t)(rows * n_tok), sizeof(double));
 	struct strata_mat m;
-	int lv_n = levels_available();
+	/* scalar's output (ys) first, then this run's level's */
+	const int levels[2] = { STRATA_SIMD_SCALAR, g_lv };
 
 	EXPECT_EQ(strata_mat_init(&m, type, rows, cols, w), 0);
 	strata_simd_set(STRATA_SIMD_SCALAR);
@@ -535,7 +513,8 @@ static void check_shape(struct strata_pool *pool, uint32_t type, int64_t rows,
 				qerr[t * rows + r] = q8_act_error(wf + r * cols,
 								  x + t * ldx, cols);
 		}
-	for (int l = 0; l < lv_n; l++) {
+	for (int li = 0; li < (g_lv > STRATA_SIMD_SCALAR ? 2 : 1); li++) {
+		const int l = levels[li];
 		float *out = l == 0 ? ys : y;
 
 		EXPECT_EQ(strata_simd_set(l), 0);
@@ -593,24 +572,28 @@ static const int64_t g_cols_q[] = { 32, 64, 96, 160, 288 };
 
 START_TEST(matmul_f32)
 {
+	SIMD_CASE();
 	check_type(STRATA_TYPE_F32, g_rows, 6, g_cols_f, 6, 1e-5);
 }
 END_TEST
 
 START_TEST(matmul_f16)
 {
+	SIMD_CASE();
 	check_type(STRATA_TYPE_F16, g_rows, 6, g_cols_f, 6, 1e-5);
 }
 END_TEST
 
 START_TEST(matmul_bf16)
 {
+	SIMD_CASE();
 	check_type(STRATA_TYPE_BF16, g_rows, 6, g_cols_f, 6, 1e-5);
 }
 END_TEST
 
 START_TEST(matmul_q8_0)
 {
+	SIMD_CASE();
 	check_type(STRATA_TYPE_Q8_0, g_rows, 6, g_cols_q, 5, 1e-5);
 }
 END_TEST
@@ -619,15 +602,17 @@ END_TEST
  * quantised activations, so only float rounding of the block sums remains. */
 START_TEST(matmul_q8_0_exact_activations)
 {
+	SIMD_CASE();
+
 	const int64_t rows = 37, cols = 32 * 13, n_tok = 9;
 	uint8_t *w = make_weights(STRATA_TYPE_Q8_0, rows, cols);
 	float *x = make_input(cols, cols, n_tok);
 	float *y = malloc(sizeof(float) * (size_t)(rows * n_tok));
 	struct strata_mat m;
-	int lv_n = levels_available();
 
 	EXPECT_EQ(strata_mat_init(&m, STRATA_TYPE_Q8_0, rows, cols, w), 0);
-	for (int l = 0; l < lv_n; l++) {
+	{
+		const int l = g_lv;
 		const struct strata_act_ops *ao =
 			&strata_kern_level_get(l)->act[STRATA_ACT_Q8_0];
 		void *xq = aligned_alloc(64, ao->row_bytes(cols));
@@ -707,8 +692,9 @@ END_TEST
 
 START_TEST(dot_axpy_levels)
 {
+	SIMD_CASE();
+
 	float a[216], b[216], y0[216], y1[216];
-	int lv_n = levels_available();
 
 	for (int i = 0; i < 216; i++)
 		a[i] = frnd(), b[i] = frnd() * 4.0f;
@@ -720,7 +706,8 @@ START_TEST(dot_axpy_levels)
 				ref += (double)a[off + i] * b[i];
 				mag += fabs((double)a[off + i] * b[i]);
 			}
-			for (int l = 0; l < lv_n; l++) {
+			{
+				const int l = g_lv;
 				float got;
 
 				EXPECT_EQ(strata_simd_set(l), 0);
@@ -782,9 +769,7 @@ END_TEST
 int main(void)
 {
 	Suite *s;
-	TCase *tc;
-	SRunner *sr;
-	int failed;
+	TCase *tc, *simd;
 
 	/* Child of simd_select: report the level chosen under STRATA_SIMD
 	 * (before any allocation: LeakSanitizer checks this exit too). */
@@ -792,26 +777,26 @@ int main(void)
 		return strata_simd_get() == STRATA_SIMD_SCALAR ? 0 : 1;
 
 	s = suite_create("kernels");
+	simd = tcase_create("levels");
+	tcase_set_tags(simd, "simd");
+	tcase_set_timeout(simd, 300);
+	tcase_add_test(simd, dequant_hand_blocks);
+	tcase_add_test(simd, dequant_levels_identical);
+	tcase_add_test(simd, dequant_matches_ggml);
+	tcase_add_test(simd, act_quant_levels_identical);
+	tcase_add_test(simd, matmul_f32);
+	tcase_add_test(simd, matmul_f16);
+	tcase_add_test(simd, matmul_bf16);
+	tcase_add_test(simd, matmul_q8_0);
+	tcase_add_test(simd, matmul_q8_0_exact_activations);
+	tcase_add_test(simd, dot_axpy_levels);
+	suite_add_tcase(s, simd);
 	tc = tcase_create("core");
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, dequant_hand_blocks);
-	tcase_add_test(tc, dequant_levels_identical);
-	tcase_add_test(tc, dequant_matches_ggml);
 	tcase_add_test(tc, mat_init_and_get_row);
 	tcase_add_test(tc, quantize_reference);
-	tcase_add_test(tc, act_quant_levels_identical);
-	tcase_add_test(tc, matmul_f32);
-	tcase_add_test(tc, matmul_f16);
-	tcase_add_test(tc, matmul_bf16);
-	tcase_add_test(tc, matmul_q8_0);
-	tcase_add_test(tc, matmul_q8_0_exact_activations);
 	tcase_add_test(tc, matmul_thread_independent);
-	tcase_add_test(tc, dot_axpy_levels);
 	tcase_add_test(tc, simd_select);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

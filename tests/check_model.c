@@ -66,12 +66,14 @@ static double max_diff(const char *model, const char *prompt, uint32_t chunk, in
 	return worst;
 }
 
-static void golden_at_level(enum strata_simd level)
+/* At the SIMD level of this ctest run (check_model, .avx2, .avx512: testutil.h). */
+START_TEST(golden)
 {
-	if (strata_simd_set(level) != 0) {
-		printf("SKIP part: this CPU lacks %s\n", strata_simd_name(level));
+	int l = tu_simd_level();
+	enum strata_simd level = (enum strata_simd)l;
+
+	if (l < 0)
 		return;
-	}
 	for (size_t mi = 0; mi < N_MODELS; mi++)
 		for (size_t pi = 0; pi < 3; pi++) {
 			if (!tu_tsan_pick(mi + (size_t)level, 3, pi))
@@ -89,12 +91,6 @@ static void golden_at_level(enum strata_simd level)
 		}
 	strata_simd_set(strata_simd_detect());
 }
-
-START_TEST(golden_scalar) { golden_at_level(STRATA_SIMD_SCALAR); }
-END_TEST
-START_TEST(golden_avx2) { golden_at_level(STRATA_SIMD_AVX2); }
-END_TEST
-START_TEST(golden_avx512) { golden_at_level(STRATA_SIMD_AVX512); }
 END_TEST
 
 START_TEST(context_overflow)
@@ -157,20 +153,15 @@ END_TEST
 int main(void)
 {
 	Suite *su = suite_create("model");
-	TCase *tc = tcase_create("golden");
-	SRunner *sr;
-	int failed;
+	TCase *simd = tcase_create("golden"), *tc = tcase_create("seq");
 
+	tcase_set_tags(simd, "simd");
+	tcase_set_timeout(simd, 600);
+	tcase_add_test(simd, golden);
+	suite_add_tcase(su, simd);
 	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, golden_scalar);
-	tcase_add_test(tc, golden_avx2);
-	tcase_add_test(tc, golden_avx512);
 	tcase_add_test(tc, context_overflow);
 	tcase_add_test(tc, truncate_replays);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(su));
 }

@@ -289,39 +289,39 @@ START_TEST(cache_bounded_lru)
 	uint8_t row[90], got[90];
 	int hits = 0, missing = 0;
 
-	ck_assert_int_eq(ple_cache_init(&c, 8, 90), 0);
-	ck_assert_uint_eq(ple_cache_capacity(&c), 8);
+	ck_assert_int_eq(strata_ple_cache_init(&c, 8, 90), 0);
+	ck_assert_uint_eq(strata_ple_cache_capacity(&c), 8);
 	for (uint32_t r = 0; r < 8; r++) {
 		memset(row, (int)r + 1, sizeof(row));
-		ple_cache_put(&c, r, row, 1);
+		strata_ple_cache_put(&c, r, row, 1);
 	}
-	ck_assert_int_eq(ple_cache_get(&c, 0, got, 2, 1), 1); /* row 0 used again in chunk 2 */
+	ck_assert_int_eq(strata_ple_cache_get(&c, 0, got, 2, 1), 1); /* row 0 used again in chunk 2 */
 	memset(row, 1, sizeof(row));
 	ck_assert_mem_eq(got, row, 90);
 	memset(row, 0x77, sizeof(row));
-	ple_cache_put(&c, 100, row, 2);
-	ck_assert_int_eq(ple_cache_get(&c, 100, got, 2, 1), 1);
+	strata_ple_cache_put(&c, 100, row, 2);
+	ck_assert_int_eq(strata_ple_cache_get(&c, 100, got, 2, 1), 1);
 	ck_assert_mem_eq(got, row, 90);
-	ck_assert_int_eq(ple_cache_get(&c, 0, got, 2, 1), 1); /* recently used: kept */
+	ck_assert_int_eq(strata_ple_cache_get(&c, 0, got, 2, 1), 1); /* recently used: kept */
 	for (uint32_t r = 1; r < 8; r++)
-		missing += !ple_cache_get(&c, r, got, 2, 1);
+		missing += !strata_ple_cache_get(&c, r, got, 2, 1);
 	ck_assert_int_eq(missing, 1);
-	ple_cache_free(&c);
+	strata_ple_cache_free(&c);
 
-	ck_assert_int_eq(ple_cache_init(&c, 1000, 90), 0);
-	ck_assert_uint_le(ple_cache_capacity(&c), 1000);
-	ck_assert_uint_ge(ple_cache_capacity(&c), 500);
+	ck_assert_int_eq(strata_ple_cache_init(&c, 1000, 90), 0);
+	ck_assert_uint_le(strata_ple_cache_capacity(&c), 1000);
+	ck_assert_uint_ge(strata_ple_cache_capacity(&c), 500);
 	for (uint32_t r = 0; r < 20000; r++)
-		ple_cache_put(&c, r, row, 3);
+		strata_ple_cache_put(&c, r, row, 3);
 	for (uint32_t r = 0; r < 20000; r++)
-		hits += ple_cache_get(&c, r, got, 4, 1);
-	ck_assert_uint_eq((uint64_t)hits, ple_cache_capacity(&c));
-	ple_cache_free(&c);
+		hits += strata_ple_cache_get(&c, r, got, 4, 1);
+	ck_assert_uint_eq((uint64_t)hits, strata_ple_cache_capacity(&c));
+	strata_ple_cache_free(&c);
 
-	ck_assert_int_eq(ple_cache_init(&c, 0, 90), 0);
-	ple_cache_put(&c, 5, row, 1);
-	ck_assert_int_eq(ple_cache_get(&c, 5, got, 1, 1), 0);
-	ple_cache_free(&c);
+	ck_assert_int_eq(strata_ple_cache_init(&c, 0, 90), 0);
+	strata_ple_cache_put(&c, 5, row, 1);
+	ck_assert_int_eq(strata_ple_cache_get(&c, 5, got, 1, 1), 0);
+	strata_ple_cache_free(&c);
 }
 END_TEST
 
@@ -801,8 +801,6 @@ int main(void)
 	Suite *s = suite_create("ple");
 	TCase *ids = tcase_create("ids"), *dec = tcase_create("decode");
 	TCase *rd = tcase_create("reader"), *misc = tcase_create("misc");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_test(ids, ids_reference);
 	tcase_add_test(ids, ids_eos_rule);
@@ -827,9 +825,5 @@ int main(void)
 	suite_add_tcase(s, dec);
 	suite_add_tcase(s, rd);
 	suite_add_tcase(s, misc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf != 0;
+	return tu_srunner_run(srunner_create(s));
 }

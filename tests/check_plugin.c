@@ -883,11 +883,5 @@ static Suite *plugin_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(plugin_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(plugin_suite()));
 }

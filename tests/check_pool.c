@@ -12,18 +12,7 @@
 #include <unistd.h>
 
 #include "cpu/pool.h"
-
-/* Check records every passing assertion (a pipe write in fork mode), which
- * dominates loops over millions of values: only a failure goes through it. */
-#define EXPECT(c, ...)                                                       \
-	do {                                                                 \
-		if (!(c))                                                    \
-			ck_assert_msg((c), __VA_ARGS__);                     \
-	} while (0)
-#define EXPECT_TRUE(c) EXPECT(c, "%s", #c)
-#define EXPECT_EQ(a, b)                                                      \
-	EXPECT((long long)(a) == (long long)(b), "%s = %lld, want %lld", #a, \
-	       (long long)(a), (long long)(b))
+#include "testutil.h"
 
 #define MAX_T 64
 
@@ -339,8 +328,6 @@ int main(void)
 {
 	Suite *s = suite_create("pool");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, each_index_once);
@@ -354,9 +341,5 @@ int main(void)
 	tcase_add_test(tc, free_while_sleeping);
 	tcase_add_test(tc, split_partitions);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

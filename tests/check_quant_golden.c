@@ -5,7 +5,8 @@
  * within the model's bound (golden/README.md: 2e-3 for 8- and 6-bit
  * types, 1e-2 for the others), and the same argmax wherever the
  * reference's top two logits are more than 0.25 apart.  One batch per
- * prompt at every level, and token by token (the GEMV path) at the best.
+ * prompt and token by token (the GEMV path), at each SIMD level (one per
+ * ctest run: check_quant_golden, .avx2, .avx512; testutil.h).
  */
 #include <check.h>
 #include <math.h>
@@ -141,8 +142,9 @@ static void check_model_at(size_t mi, enum strata_simd level, uint32_t chunk)
 		if (!tu_tsan_pick(mi + (size_t)level, 3, pi))
 			continue; /* TSan: one prompt per model and level (testutil.h) */
 
-		if (compare(g_models[mi].model, g_prompts[pi], chunk, &c) < 0)
-			continue;
+		ck_assert_msg(compare(g_models[mi].model, g_prompts[pi], chunk, &c) == 0,
+			      "../shared/golden/%s.%s.slog is absent", g_models[mi].model,
+			      g_prompts[pi]);
 		compared++;
 		printf("%s %s.%s chunk %u: mean KL %.2e (bound %.0e), argmax differs "
 		       "on %u of %u decided rows\n", strata_simd_name(level),
@@ -157,21 +159,23 @@ static void check_model_at(size_t mi, enum strata_simd level, uint32_t chunk)
 			      strata_simd_name(level), g_models[mi].model, g_prompts[pi],
 			      chunk, c.disagree);
 	}
-	if (!compared)
-		printf("SKIP part: %s or its golden logits absent\n", g_models[mi].model);
+	ck_assert_int_gt(compared, 0);
 }
 
 START_TEST(golden_quantised)
 {
 	const size_t mi = (size_t)_i;
-	const int best = (int)strata_simd_detect();
+	char rel[256];
+	int l = tu_simd_level();
 
-	for (int l = STRATA_SIMD_SCALAR; l <= best; l++) {
-		ck_assert_int_eq(strata_simd_set(l), 0);
-		check_model_at(mi, l, 512);
-	}
-	ck_assert_int_eq(strata_simd_set(best), 0);
-	check_model_at(mi, best, 1);
+	if (l < 0)
+		return;
+	snprintf(rel, sizeof(rel), "models/%s.gguf", g_models[mi].model);
+	if (!tu_shared(rel))
+		TU_SKIP("../shared/%s is absent", rel);
+	check_model_at(mi, (enum strata_simd)l, 512);
+	check_model_at(mi, (enum strata_simd)l, 1);
+	strata_simd_set(strata_simd_detect());
 }
 END_TEST
 
@@ -179,19 +183,14 @@ int main(void)
 {
 	Suite *s = suite_create("quant_golden");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	if (!tu_shared("models/syn-qwen3moe-d256-f32.gguf")) {
 		printf("SKIP: ../shared/models is absent\n");
 		return STRATA_TEST_SKIP;
 	}
+	tcase_set_tags(tc, "simd");
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, golden_quantised, 0, (int)N_MODELS);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

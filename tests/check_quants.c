@@ -4,7 +4,8 @@
  * per-value decoding of GGUF's layouts and across SIMD levels, the
  * reference quantisers byte for byte against llama.cpp's own output,
  * round-trip error bounds, the Q8_K / Q8_1 activation formats, and matmul
- * at every level against an exact reference.  (Dequantisation against
+ * against an exact reference, at each SIMD level (one per ctest run:
+ * check_quants, .avx2, .avx512).  (Dequantisation against
  * ggml's own numbers runs in check_kernels' dequant_matches_ggml.)
  */
 #include <check.h>
@@ -21,16 +22,6 @@
 #include "cpu/types.h"
 #include "gguf/gguf.h"
 #include "testutil.h"
-
-/* Only a failure goes through Check (it records every passing assertion). */
-#define EXPECT(c, ...)                                                       \
-	do {                                                                 \
-		if (!(c))                                                    \
-			ck_assert_msg((c), __VA_ARGS__);                     \
-	} while (0)
-#define EXPECT_EQ(a, b)                                                      \
-	EXPECT((long long)(a) == (long long)(b), "%s = %lld, want %lld", #a, \
-	       (long long)(a), (long long)(b))
 
 static const uint32_t g_types[] = {
 	STRATA_TYPE_Q4_0, STRATA_TYPE_Q4_1, STRATA_TYPE_Q5_0, STRATA_TYPE_Q5_1,
@@ -87,10 +78,16 @@ static uint32_t f_bits(float f)
 	return u;
 }
 
-static int n_levels(void)
-{
-	return (int)strata_simd_detect() + 1;
-}
+/*
+ * The cases tagged "simd" test the kernels of one level per ctest run
+ * (check_quants: scalar, check_quants.avx2, check_quants.avx512; testutil.h).
+ */
+static int g_lv;
+#define SIMD_CASE()                               \
+	do {                                      \
+		if ((g_lv = tu_simd_level()) < 0) \
+			return;                   \
+	} while (0)
 
 /* Byte offsets of a block's fp16 fields (scale, and min where present). */
 static int fp16_fields(uint32_t type, int off[2])
@@ -224,6 +221,7 @@ static float ref_value(uint32_t type, const uint8_t *b, int i)
 
 START_TEST(dequant_matches_layout)
 {
+	SIMD_CASE();
 	for (size_t ti = 0; ti < N_TYPES; ti++) {
 		const uint32_t type = g_types[ti];
 		const int64_t blk = strata_type_block(type);
@@ -237,7 +235,9 @@ START_TEST(dequant_matches_layout)
 			for (int64_t i = 0; i < n; i++)
 				ref[i] = ref_value(type, w + (size_t)(i / blk) * bb,
 						   (int)(i % blk));
-			for (int l = 0; l < n_levels(); l++) {
+			{
+				const int l = g_lv;
+
 				EXPECT_EQ(strata_simd_set(l), 0);
 				strata_dequant(type, w, got, n);
 				for (int64_t i = 0; i < n; i++)
@@ -320,11 +320,9 @@ START_TEST(quantize_matches_llama_cpp)
 	const char *fp = tu_shared("models/syn-qwen3moe-d256-f32.gguf");
 	struct strata_gguf *gf;
 
-	if (!fp) {
-		printf("SKIP: ../shared/models/syn-qwen3moe-d256-f32.gguf is absent; "
-		       "quantisers not compared with llama.cpp\n");
-		return;
-	}
+	if (!fp)
+		TU_SKIP("../shared/models/syn-qwen3moe-d256-f32.gguf is absent; quantisers not "
+			"compared with llama.cpp");
 	ck_assert_int_eq(strata_gguf_open(fp, &gf), 0);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		char rel[128];
@@ -336,10 +334,7 @@ START_TEST(quantize_matches_llama_cpp)
 
 		snprintf(rel, sizeof(rel), "models/syn-qwen3moe-d256-%s.gguf", cases[c].model);
 		p = tu_shared(rel);
-		if (!p) {
-			printf("note: %s absent, not compared\n", rel);
-			continue;
-		}
+		ck_assert_msg(p != NULL, "../shared/%s is absent (its F32 source is not)", rel);
 		ck_assert_int_eq(strata_gguf_open(p, &gq), 0);
 		tf = strata_gguf_find_tensor(gf, cases[c].tensor);
 		tq = strata_gguf_find_tensor(gq, cases[c].tensor);
@@ -461,6 +456,8 @@ END_TEST
  * bsums are the 16-value sums, d = 1/iscale; every level agrees. */
 START_TEST(act_q8k)
 {
+	SIMD_CASE();
+
 	const int64_t k = 256 * 3;
 	float x[256 * 3];
 	const struct strata_act_ops *ref = &strata_kern_scalar.act[STRATA_ACT_Q8_K];
@@ -493,7 +490,8 @@ START_TEST(act_q8k)
 				s += STRATA_Q8K_QS(rq)[16 * g + i];
 			EXPECT_EQ(STRATA_Q8K_BSUMS(rq, k)[g], s);
 		}
-		for (int l = 1; l < n_levels(); l++) {
+		if (g_lv > STRATA_SIMD_SCALAR) {
+			const int l = g_lv;
 			const struct strata_act_ops *ao =
 				&strata_kern_level_get(l)->act[STRATA_ACT_Q8_K];
 			uint8_t *q = aligned_alloc(64, ao->row_bytes(k));
@@ -513,6 +511,8 @@ END_TEST
  * rows are byte for byte the scalar ones. */
 START_TEST(act_q8_1)
 {
+	SIMD_CASE();
+
 	const int64_t k = 32 * 7;
 	float x[32 * 7];
 	const struct strata_act_ops *q81 = &strata_kern_scalar.act[STRATA_ACT_Q8_1];
@@ -530,7 +530,8 @@ START_TEST(act_q8_1)
 	q81->quantize(x, a, k);
 	EXPECT_EQ(STRATA_Q8_1_QS(a)[5 * 32], -16); /* -15.5 */
 	EXPECT_EQ(STRATA_Q8_1_QS(a)[5 * 32 + 1], -14); /* -14.5 */
-	for (int l = 1; l < n_levels(); l++) {
+	if (g_lv > STRATA_SIMD_SCALAR) {
+		const int l = g_lv;
 		const struct strata_act_ops *ao =
 			&strata_kern_level_get(l)->act[STRATA_ACT_Q8_1];
 		uint8_t *q = aligned_alloc(64, ao->row_bytes(k));
@@ -565,16 +566,18 @@ END_TEST
 
 /* The 32-value block types have their own kernels and dequantisation at
  * every SIMD level (a missing entry would fall back to scalar, and
- * matmul_types would then compare scalar with itself). */
+ * matmul_types would then compare scalar with itself).  Only the tables are
+ * read, so every level is checked whatever this CPU runs. */
 START_TEST(legacy_levels_complete)
 {
 	static const uint32_t legacy[] = { STRATA_TYPE_Q4_0, STRATA_TYPE_Q4_1,
 					   STRATA_TYPE_Q5_0, STRATA_TYPE_Q5_1,
 					   STRATA_TYPE_IQ4_NL };
 
-	for (int l = 1; l < n_levels(); l++) {
+	for (int l = STRATA_SIMD_AVX2; l <= STRATA_SIMD_AVX512; l++) {
 		const struct strata_kern_level *lv = strata_kern_level_get(l);
 
+		ck_assert_msg(lv != NULL, "this build has no %s kernels", strata_simd_name(l));
 		for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++) {
 			const struct strata_type_ops *to = &lv->type[legacy[i]];
 
@@ -614,13 +617,16 @@ static void check_mm(struct strata_pool *pool, uint32_t type, int64_t rows,
 	float *y = malloc(sizeof(float) * (size_t)(ldy * n_tok));
 	float *ys = malloc(sizeof(float) * (size_t)(ldy * n_tok));
 	struct strata_mat m;
+	/* scalar's output (ys) first, then this run's level's */
+	const int levels[2] = { STRATA_SIMD_SCALAR, g_lv };
 
 	for (int64_t i = 0; i < ldx * n_tok; i++)
 		x[i] = i % ldx < cols ? frnd() * (i % 11 == 0 ? 6.0f : 1.0f) : NAN;
 	EXPECT_EQ(strata_mat_init(&m, type, rows, cols, w), 0);
 	strata_simd_set(STRATA_SIMD_SCALAR);
 	strata_dequant(type, w, wf, rows * cols);
-	for (int l = 0; l < n_levels(); l++) {
+	for (int li = 0; li < (g_lv > STRATA_SIMD_SCALAR ? 2 : 1); li++) {
+		const int l = levels[li];
 		const struct strata_kern_level *tab = table_for(l, type);
 		const struct strata_act_ops *ao = &tab->act[tab->type[type].act];
 		uint8_t *xq = aligned_alloc(64, ao->row_bytes(cols));
@@ -687,6 +693,7 @@ static void check_type(uint32_t type)
 
 START_TEST(matmul_types)
 {
+	SIMD_CASE();
 	check_type(g_types[_i]);
 }
 END_TEST
@@ -711,25 +718,22 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("quants");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = tcase_create("core"), *simd = tcase_create("levels");
 
+	tcase_set_tags(simd, "simd");
+	tcase_set_timeout(simd, 300);
+	tcase_add_test(simd, dequant_matches_layout);
+	tcase_add_test(simd, act_q8k);
+	tcase_add_test(simd, act_q8_1);
+	tcase_add_loop_test(simd, matmul_types, 0, (int)N_TYPES);
+	suite_add_tcase(s, simd);
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, dequant_matches_layout);
 	tcase_add_test(tc, dequant_hand_blocks);
 	tcase_add_test(tc, quantize_matches_llama_cpp);
 	tcase_add_test(tc, quantize_round_trip);
 	tcase_add_test(tc, quantize_stable_on_grid);
-	tcase_add_test(tc, act_q8k);
-	tcase_add_test(tc, act_q8_1);
 	tcase_add_test(tc, legacy_levels_complete);
-	tcase_add_loop_test(tc, matmul_types, 0, (int)N_TYPES);
 	tcase_add_test(tc, mat_init_rejects);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

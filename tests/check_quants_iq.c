@@ -1,7 +1,8 @@
 /*
  * check_quants_iq.c - the i-quant weight types (IQ2_XS, IQ2_S, IQ3_XXS,
  * IQ3_S, IQ1_M): dequantisation against hand-built blocks and against
- * ggml's own output (golden/dequant), and matmul at every SIMD level against
+ * ggml's own output (golden/dequant), and matmul at each SIMD level (one per
+ * ctest run: check_quants_iq, .avx2, .avx512) against
  * double-precision references (from dequantised weights, and exactly from
  * the quantised activations) and against the scalar level.  Their
  * quantisers: check_iq_quant.c.
@@ -21,15 +22,6 @@
 #include "testutil.h"
 
 /* Only failures go through Check (see check_kernels.c). */
-#define EXPECT(c, ...)                                                       \
-	do {                                                                 \
-		if (!(c))                                                    \
-			ck_assert_msg((c), __VA_ARGS__);                     \
-	} while (0)
-#define EXPECT_EQ(a, b)                                                      \
-	EXPECT((long long)(a) == (long long)(b), "%s = %lld, want %lld", #a, \
-	       (long long)(a), (long long)(b))
-
 static const uint32_t g_types[] = { STRATA_TYPE_IQ2_XS, STRATA_TYPE_IQ2_S,
 				    STRATA_TYPE_IQ3_XXS, STRATA_TYPE_IQ3_S,
 				    STRATA_TYPE_IQ1_M };
@@ -50,10 +42,16 @@ static float frnd(void)
 	return (float)(rnd() & 0xffffff) / 8388608.0f - 1.0f;
 }
 
-static int n_levels(void)
-{
-	return (int)strata_simd_detect() + 1;
-}
+/*
+ * The cases tagged "simd" test the kernels of one level per ctest run
+ * (check_quants_iq: scalar, .avx2, .avx512; testutil.h).
+ */
+static int g_lv;
+#define SIMD_CASE()                               \
+	do {                                      \
+		if ((g_lv = tu_simd_level()) < 0) \
+			return;                   \
+	} while (0)
 
 static uint32_t f_bits(float f)
 {
@@ -106,6 +104,7 @@ static void *make_weights(uint32_t type, int64_t rows, int64_t cols)
 
 /* ---- dequantisation ---------------------------------------------------------- */
 
+/* Scalar's dequantisation into out, and this run's level's equal to it. */
 static void dequant_all_levels(uint32_t type, const void *blk, float *out,
 			       int64_t n)
 {
@@ -113,7 +112,9 @@ static void dequant_all_levels(uint32_t type, const void *blk, float *out,
 
 	strata_simd_set(STRATA_SIMD_SCALAR);
 	strata_dequant(type, blk, ref, n);
-	for (int l = 1; l < n_levels(); l++) {
+	if (g_lv > STRATA_SIMD_SCALAR) {
+		const int l = g_lv;
+
 		ck_assert_int_eq(strata_simd_set(l), 0);
 		strata_dequant(type, blk, out, n);
 		EXPECT(memcmp(ref, out, sizeof(float) * (size_t)n) == 0,
@@ -129,6 +130,8 @@ START_TEST(dequant_hand_blocks)
 {
 	uint8_t b[110];
 	float y[256];
+
+	SIMD_CASE();
 
 	/* IQ2_XS: d = 1, scales 1 and 2 (db 0.375, 0.625) for values 0..31. */
 	memset(b, 0, sizeof(b));
@@ -180,6 +183,10 @@ START_TEST(dequant_matches_ggml)
 	static const char *const files[] = { "iq2_xs", "iq3_xxs", "iq3_s", "iq1_m" };
 	int seen[STRATA_TYPE_COUNT] = { 0 };
 
+	SIMD_CASE();
+	if (!tu_shared("golden/dequant"))
+		TU_SKIP("../shared/golden/dequant is absent; dequantisation not compared "
+			"with ggml");
 	for (size_t f = 0; f < 4; f++) {
 		char deq[128], model[128];
 		uint8_t *buf;
@@ -190,10 +197,8 @@ START_TEST(dequant_matches_ggml)
 			 files[f]);
 		snprintf(model, sizeof(model), "models/syn-qwen3moe-d256-%s.gguf",
 			 files[f]);
-		if (!tu_shared(deq) || !tu_shared(model)) {
-			printf("SKIP: %s or %s absent\n", deq, model);
-			return;
-		}
+		ck_assert_msg(tu_shared(deq) && tu_shared(model), "../shared/%s or %s is absent",
+			      deq, model);
 		buf = tu_read_file(tu_shared(deq), &len);
 		ck_assert_ptr_nonnull(buf);
 		ck_assert_int_eq(strata_gguf_open(tu_shared(model), &g), 0);
@@ -218,7 +223,9 @@ START_TEST(dequant_matches_ggml)
 				continue;
 			}
 			got = malloc(4 * (size_t)n);
-			for (int l = 0; l < n_levels(); l++) {
+			{
+				const int l = g_lv;
+
 				ck_assert_int_eq(strata_simd_set(l), 0);
 				strata_dequant(type, t->data, got, n);
 				for (uint32_t i = 0; i < n; i++)
@@ -285,10 +292,13 @@ static void check_shape(struct strata_pool *pool, uint32_t type, int64_t rows,
 	float *ys = malloc(sizeof(float) * (size_t)(ldy * n_tok));
 	float *y = malloc(sizeof(float) * (size_t)(ldy * n_tok));
 	struct strata_mat m;
+	/* scalar's output (ys) first, then this run's level's */
+	const int levels[2] = { STRATA_SIMD_SCALAR, g_lv };
 
 	EXPECT_EQ(strata_mat_init(&m, type, rows, cols, w), 0);
 	strata_dequant(type, w, wf, rows * cols);
-	for (int l = 0; l < n_levels(); l++) {
+	for (int li = 0; li < (g_lv > STRATA_SIMD_SCALAR ? 2 : 1); li++) {
+		const int l = levels[li];
 		float *out = l == 0 ? ys : y;
 
 		EXPECT_EQ(strata_simd_set(l), 0);
@@ -337,6 +347,7 @@ START_TEST(matmul_shapes)
 	uint32_t type = g_types[_i];
 	struct strata_pool *pool;
 
+	SIMD_CASE();
 	EXPECT_EQ(strata_pool_create(2, &pool), 0);
 	for (size_t a = 0; a < 6; a++)
 		for (size_t b = 0; b < 3; b++)
@@ -353,6 +364,8 @@ END_TEST
  */
 START_TEST(matmul_exact_activations)
 {
+	SIMD_CASE();
+
 	const int64_t rows = 21, cols = 256 * 9, n_tok = 7;
 	uint32_t type = g_types[_i];
 	uint8_t *w = make_weights(type, rows, cols);
@@ -365,7 +378,9 @@ START_TEST(matmul_exact_activations)
 
 	EXPECT_EQ(strata_mat_init(&m, type, rows, cols, w), 0);
 	strata_dequant(type, w, wf, rows * cols);
-	for (int l = 0; l < n_levels(); l++) {
+	{
+		const int l = g_lv;
+
 		EXPECT_EQ(strata_simd_set(l), 0);
 		strata_matmul(NULL, &m, x, cols, n_tok, y, rows);
 		for (int64_t t = 0; t < n_tok; t++) {
@@ -425,20 +440,17 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("quants_iq");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	TCase *tc = tcase_create("core"), *simd = tcase_create("levels");
 
+	tcase_set_tags(simd, "simd");
+	tcase_set_timeout(simd, 300);
+	tcase_add_test(simd, dequant_hand_blocks);
+	tcase_add_test(simd, dequant_matches_ggml);
+	tcase_add_loop_test(simd, matmul_shapes, 0, N_TYPES);
+	tcase_add_loop_test(simd, matmul_exact_activations, 0, N_TYPES);
+	suite_add_tcase(s, simd);
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, dequant_hand_blocks);
-	tcase_add_test(tc, dequant_matches_ggml);
-	tcase_add_loop_test(tc, matmul_shapes, 0, N_TYPES);
-	tcase_add_loop_test(tc, matmul_exact_activations, 0, N_TYPES);
 	tcase_add_loop_test(tc, matmul_thread_independent, 0, N_TYPES);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -102,12 +102,14 @@ static double golden_diff(const char *prompt, uint32_t chunk, int threads)
 	return d;
 }
 
-static void golden_at_level(enum strata_simd level)
+/* At the SIMD level of this ctest run (check_qwen3next, .avx2, .avx512: testutil.h). */
+START_TEST(golden)
 {
-	if (strata_simd_set(level) != 0) {
-		printf("SKIP part: this CPU lacks %s\n", strata_simd_name(level));
+	int l = tu_simd_level();
+	enum strata_simd level = (enum strata_simd)l;
+
+	if (l < 0)
 		return;
-	}
 	for (size_t pi = 0; pi < 3; pi++) {
 		double batch = golden_diff(g_prompts[pi], 512, 2);
 		double step = golden_diff(g_prompts[pi], 1, 1);
@@ -122,12 +124,6 @@ static void golden_at_level(enum strata_simd level)
 	}
 	strata_simd_set(strata_simd_detect());
 }
-
-START_TEST(golden_scalar) { golden_at_level(STRATA_SIMD_SCALAR); }
-END_TEST
-START_TEST(golden_avx2) { golden_at_level(STRATA_SIMD_AVX2); }
-END_TEST
-START_TEST(golden_avx512) { golden_at_level(STRATA_SIMD_AVX512); }
 END_TEST
 
 START_TEST(loads_hybrid_layout)
@@ -595,15 +591,14 @@ END_TEST
 int main(void)
 {
 	Suite *su = suite_create("qwen3next");
-	TCase *tc = tcase_create("qwen3next");
-	SRunner *sr;
-	int failed;
+	TCase *tc = tcase_create("qwen3next"), *simd = tcase_create("golden");
 
+	tcase_set_tags(simd, "simd");
+	tcase_set_timeout(simd, 600);
+	tcase_add_test(simd, golden);
+	suite_add_tcase(su, simd);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, loads_hybrid_layout);
-	tcase_add_test(tc, golden_scalar);
-	tcase_add_test(tc, golden_avx2);
-	tcase_add_test(tc, golden_avx512);
 	tcase_add_test(tc, rule_forms_agree);
 	tcase_add_test(tc, chunkings_agree);
 	tcase_add_test(tc, save_restore_replays);
@@ -612,9 +607,5 @@ int main(void)
 	tcase_add_test(tc, bad_ssm_shapes_refused);
 	tcase_add_test(tc, legacy_ssm_in_layout);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(su));
 }

@@ -412,8 +412,6 @@ int main(void)
 {
 	Suite *su = suite_create("sampler");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, greedy_picks_argmax);
@@ -429,9 +427,5 @@ int main(void)
 	tcase_add_test(tc, large_vocab_sets);
 	tcase_add_test(tc, bad_params);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(su));
 }

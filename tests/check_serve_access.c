@@ -228,8 +228,6 @@ int main(void)
 {
 	Suite *su = suite_create("serve_access");
 	TCase *tc = tcase_create("access");
-	SRunner *sr;
-	int failed;
 	static char model[4096];
 
 	g_model = tu_shared("models/stories260K.gguf");
@@ -246,9 +244,5 @@ int main(void)
 	tcase_add_test(tc, retry_after);
 	tcase_add_test(tc, web_app);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(su));
 }

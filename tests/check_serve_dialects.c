@@ -259,8 +259,6 @@ int main(void)
 {
 	Suite *su = suite_create("serve_dialects");
 	TCase *tc = tcase_create("dialects");
-	SRunner *sr;
-	int failed;
 	static char model[4096];
 
 	g_model = tu_shared("models/stories260K.gguf");
@@ -276,9 +274,5 @@ int main(void)
 	tcase_add_test(tc, anthropic_key);
 	tcase_add_test(tc, responses);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(su));
 }

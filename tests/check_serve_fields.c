@@ -304,8 +304,6 @@ int main(void)
 {
 	Suite *su = suite_create("serve_fields");
 	TCase *tc = tcase_create("fields");
-	SRunner *sr;
-	int failed;
 	static char model[4096];
 
 	g_model = tu_shared("models/stories260K.gguf");
@@ -323,9 +321,5 @@ int main(void)
 	tcase_add_test(tc, token_prompts);
 	tcase_add_test(tc, info_routes);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(su));
 }

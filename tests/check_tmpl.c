@@ -272,8 +272,6 @@ int main(void)
 {
 	Suite *s = suite_create("tmpl");
 	TCase *tc = tcase_create("tmpl");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_basics);
@@ -285,9 +283,5 @@ int main(void)
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_random);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(s));
 }

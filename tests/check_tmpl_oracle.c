@@ -254,10 +254,8 @@ END_TEST
 int main(void)
 {
 	char out[512];
-	SRunner *sr;
 	Suite *s;
 	TCase *tc;
-	int failed;
 
 	if (tu_run("/usr/bin/python3 -c 'import jinja2'", out, sizeof(out)) != 0) {
 		printf("SKIP: the oracle needs /usr/bin/python3 with jinja2 (Debian python3-jinja2; "
@@ -269,9 +267,5 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_oracle);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_srunner_run(srunner_create(s));
 }

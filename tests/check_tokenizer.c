@@ -1,7 +1,8 @@
 /*
  * check_tokenizer.c - the SentencePiece tokenizer against llama.cpp's vocab
  * test vectors, the golden stories260K prompts, round trips, special tokens,
- * and malformed vocabularies.
+ * and malformed vocabularies; every vocabulary against llama.cpp's ids on
+ * the broad corpus of tests/vocab.
  */
 #include "testutil.h"
 
@@ -93,6 +94,56 @@ END_TEST
 START_TEST(vocab_phi3) { check_vocab("phi-3"); }
 END_TEST
 
+/*
+ * ---- every vocabulary against llama.cpp on broad text ------------------------
+ *
+ * tests/vocab/corpus.inp (tools/peer/corpus.pl: every Unicode block, scripts,
+ * marks, composed and decomposed forms, Hangul, CJK, emoji, controls, invalid
+ * UTF-8, long runs) and llama.cpp's ids for it, corpus.NAME.out, written by
+ * tools/peer/tokcmp.sh --write from llama.cpp built by tools/peer/build.sh.  A
+ * text llama.cpp throws on has a '#' line: strata must only not fail on it.
+ */
+static const char *const g_corpus_vocabs[] = {
+	"bert-bge", "deepseek-coder", "deepseek-llm", "falcon", "gpt-2",
+	"llama-spm", "mpt", "phi-3", "refact", "starcoder",
+};
+#define N_CORPUS_VOCABS (int)(sizeof(g_corpus_vocabs) / sizeof(g_corpus_vocabs[0]))
+
+START_TEST(corpus)
+{
+	const char *name = g_corpus_vocabs[_i];
+	char rel[256], out[4096];
+	struct strata_tokenizer *t;
+	struct tu_vocab_tests v;
+	int n, no_ref = 0;
+
+	snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf", name);
+	if (!tu_shared(rel))
+		TU_SKIP("../shared/%s is absent", rel);
+	t = load(rel);
+	snprintf(out, sizeof(out), "%s/tests/vocab/corpus.%s.out", STRATA_SRC, name);
+	n = tu_vocab_tests_read_files(STRATA_SRC "/tests/vocab/corpus.inp", out, &v);
+	ck_assert_msg(n >= 400, "%s: %d texts", name, n);
+	for (int i = 0; i < n; i++) {
+		char what[96];
+		int32_t *ids;
+		int k = tok(t, v.v[i].text, v.v[i].len, 0, &ids);
+
+		snprintf(what, sizeof(what), "%s, corpus text %d", name, i);
+		if (v.v[i].no_ref)
+			no_ref++;
+		else
+			assert_ids(ids, k, v.v[i].ids, v.v[i].n_ids, what);
+		free(ids);
+	}
+	printf("%s: %d texts of the corpus, %d as llama.cpp's ids, %d it has no answer for\n",
+	       name, n, n - no_ref, no_ref);
+	ck_assert_int_le(no_ref, 2);
+	tu_vocab_tests_free(&v);
+	strata_tokenizer_free(t);
+}
+END_TEST
+
 /* The same through `strata tokenize --inp`, byte for byte (stderr included: no noise). */
 START_TEST(cli_inp)
 {
@@ -103,11 +154,6 @@ START_TEST(cli_inp)
 	int rc;
 
 	rc = tu_run("'" STRATA_BIN "' tokenize --help", got, sizeof(got));
-	if (strstr(got, "not yet wired")) {
-		printf("SKIP sub-check: `strata tokenize` is not wired into main yet\n");
-		fflush(stdout);
-		return;
-	}
 	ck_assert_msg(rc == 0 && strstr(got, "usage: strata tokenize"), "--help: %d %s", rc, got);
 	for (int i = 0; i < 2; i++) {
 		char *want;
@@ -295,14 +341,26 @@ START_TEST(special_phi3)
 	for (int i = 1; i < n; i++)
 		ck_assert_msg(ids[i] < 32000, "special token %d parsed without the flag", ids[i]);
 	free(ids);
-	/* "</s>" is user-defined in phi-3: matched even without the flag, then RSTRIP. */
+	/*
+	 * "</s>" is user-defined in phi-3's file, but one of llama.cpp's
+	 * end-of-generation texts, so control: text without the flag (as llama.cpp
+	 * reads it), the token (RSTRIP) with it.
+	 */
 	n = tok(t, "Hi</s> there", 12, 0, &ids);
 	{
-		const int32_t want_ud[] = { 6324, 2, 727 }; /* ▁Hi </s> ▁there */
+		const int32_t want_text[] = { 6324, 829, 29879, 29958, 727 }; /* ▁Hi </ s > ▁there */
 
-		assert_ids(ids, n, want_ud, 3, "phi-3 user-defined");
+		assert_ids(ids, n, want_text, 5, "phi-3 </s> as text");
 	}
 	free(ids);
+	n = tok(t, "Hi</s> there", 12, STRATA_TOK_PARSE_SPECIAL, &ids);
+	{
+		const int32_t want_tok[] = { 6324, 2, 727 }; /* ▁Hi </s> ▁there */
+
+		assert_ids(ids, n, want_tok, 3, "phi-3 </s> parsed");
+	}
+	free(ids);
+	ck_assert(strata_tokenizer_is_eog(t, 2));
 	ck_assert_int_eq(strata_tokenizer_eos(t), 32000);
 	ck_assert_int_eq(strata_tokenizer_eot(t), 32007);
 	ck_assert(strata_tokenizer_is_eog(t, 32000) && strata_tokenizer_is_eog(t, 32007));
@@ -549,8 +607,6 @@ int main(void)
 	};
 	Suite *s = suite_create("tokenizer");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
 		tu_shared_or_skip(need[i]);
@@ -567,10 +623,7 @@ int main(void)
 	tcase_add_test(tc, special_phi3);
 	tcase_add_test(tc, tiny_merges);
 	tcase_add_test(tc, bad_vocab);
+	tcase_add_loop_test(tc, corpus, 0, N_CORPUS_VOCABS);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -13,18 +13,7 @@
 #endif
 
 #include "cpu/types.h"
-
-/* Check records every passing assertion (a pipe write in fork mode), which
- * dominates loops over millions of values: only a failure goes through it. */
-#define EXPECT(c, ...)                                                       \
-	do {                                                                 \
-		if (!(c))                                                    \
-			ck_assert_msg((c), __VA_ARGS__);                     \
-	} while (0)
-#define EXPECT_TRUE(c) EXPECT(c, "%s", #c)
-#define EXPECT_EQ(a, b)                                                      \
-	EXPECT((long long)(a) == (long long)(b), "%s = %lld, want %lld", #a, \
-	       (long long)(a), (long long)(b))
+#include "testutil.h"
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 
@@ -212,8 +201,6 @@ int main(void)
 {
 	Suite *s = suite_create("types");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, type_table);
@@ -221,9 +208,5 @@ int main(void)
 	tcase_add_test(tc, fp16_rounding);
 	tcase_add_test(tc, bf16_conversions);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -344,10 +344,8 @@ START_TEST(identity)
 	const char *p;
 
 	snprintf(rel, sizeof(rel), "models/%s.gguf", name);
-	if (!(p = tu_shared(rel))) {
-		printf("SKIP: identity on %s: ../shared/%s is absent\n", name, rel);
-		return;
-	}
+	if (!(p = tu_shared(rel)))
+		TU_SKIP("identity on %s: ../shared/%s is absent", name, rel);
 	snprintf(model, sizeof(model), "%s", p);
 	eb = engine(model, bat, 4);
 	for (int w = 0; w < 3; w++)
@@ -667,7 +665,7 @@ int main(void)
 	TCase *unit = tcase_create("plugin"), *id = tcase_create("identity"),
 	      *ck = tcase_create("checkpoints");
 	SRunner *sr;
-	int failed;
+	int rc;
 
 	tcase_add_test(unit, window_plugin);
 	tcase_add_test(unit, window_plugin_off);
@@ -683,11 +681,9 @@ int main(void)
 	sr = srunner_create(su);
 	/* One process: the identity count below is read after the run. */
 	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (failed)
-		return 1;
+	rc = tu_srunner_run(sr);
+	if (rc)
+		return rc;
 	if (!g_ran) {
 		printf("SKIP: no golden model in ../shared/models: the identity tests did not run\n");
 		return STRATA_TEST_SKIP;

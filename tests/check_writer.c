@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -437,6 +438,8 @@ START_TEST(test_model_types)
 		uint32_t t = g_qtypes[k];
 		char args[640];
 
+		ck_assert_msg(quantiser_exists(t), "strata_quantize has no %s quantiser",
+			      strata_type_name(t));
 		/* TSan: each type on one architecture (the writer's threads and the
 		 * forward pass's are the same for every type) */
 		if (!tu_tsan_pick(k, 4, (size_t)_i))
@@ -593,8 +596,9 @@ START_TEST(test_q4_k_m_qwen3next)
 END_TEST
 
 /*
- * llama.cpp itself loads and runs what we write, through the peer benchmark
- * (tools/peer: node-llama-cpp's prebuilt llama.cpp), where it is installed.
+ * llama.cpp itself loads and runs what we write: llama-bench of the peer
+ * that tools/peer/build.sh builds into build/peer (ctest check_writer.peer,
+ * skipped where it is not built).
  */
 START_TEST(test_llama_cpp_loads)
 {
@@ -609,21 +613,17 @@ START_TEST(test_llama_cpp_loads)
 		{ "qwen3moe", "--n-embd 256 --n-ff-exp 256 --n-expert 4 --type IQ2_XS" },
 		{ "qwen3moe", "--n-embd 256 --n-ff-exp 256 --n-expert 4 --type IQ1_M" },
 	};
-	char peer[4096], path[4096], cmd[8192];
-	struct stat st;
+	char peer[4096], path[4096], cmd[8400];
 
-	snprintf(peer, sizeof(peer), "%s/tools/peer/node_modules/node-llama-cpp", STRATA_SRC);
-	if (stat(peer, &st) != 0 || tu_run("node --version", NULL, 0) != 0) {
-		printf("SKIP part: llama.cpp peer (node + tools/peer/node_modules) not installed\n");
-		return;
-	}
+	snprintf(peer, sizeof(peer), "%s/peer/bin/llama-bench", STRATA_BUILD);
+	if (access(peer, X_OK) != 0)
+		TU_SKIP("%s is not built (tools/peer/build.sh builds it)", peer);
 	fresh_dir();
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		snprintf(path, sizeof(path), "%s/m%zu.gguf", g_dir, k);
 		write_model(path, cases[k].arch, cases[k].args);
-		snprintf(cmd, sizeof(cmd), "node %s/tools/peer/bench.mjs -m %s -t 1 -p 4 -n 2 -r 1",
-			 STRATA_SRC, path);
-		ck_assert_msg(tu_run(cmd, g_out, sizeof(g_out)) == 0 && strstr(g_out, "| tg2"),
+		snprintf(cmd, sizeof(cmd), "'%s' -m '%s' -t 1 -p 4 -n 2 -r 1", peer, path);
+		ck_assert_msg(tu_run(cmd, g_out, sizeof(g_out)) == 0 && strstr(g_out, " tg2 "),
 			      "llama.cpp refused %s %s: %s", cases[k].arch, cases[k].args, g_out);
 	}
 	remove_dir();
@@ -851,6 +851,10 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_deterministic);
 	tcase_add_test(tc, test_q4_k_m_mix);
 	tcase_add_test(tc, test_q4_k_m_qwen3next);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("peer");
+	tcase_set_tags(tc, "peer");
+	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_llama_cpp_loads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");
@@ -863,11 +867,5 @@ static Suite *writer_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(writer_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return tu_srunner_run(srunner_create(writer_suite()));
 }

@@ -665,8 +665,6 @@ int main(void)
 {
 	Suite *s = suite_create("xstore");
 	TCase *tc = tcase_create("xstore");
-	SRunner *sr;
-	int nf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, same_logits, 0, sizeof(g_models) / sizeof(g_models[0]));
@@ -676,9 +674,5 @@ int main(void)
 	tcase_add_test(tc, server_keeps_serving);
 	tcase_set_timeout(tc, 300);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf != 0;
+	return tu_srunner_run(srunner_create(s));
 }

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "serve/buf.h"
+#include "util/strbuf.h"
 
 #define DEADLINE_MS 120000 /* a hang detector, not a timing check */
 

@@ -3,9 +3,12 @@
 
 #include <ftw.h>
 
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +18,7 @@
 #include "model/model.h"
 #include "plugin/registry.h"
 #include "strata/plugin.h"
+#include "cpu/kernels.h"
 #include "util/log.h"
 
 const char *tu_shared(const char *rel)
@@ -38,6 +42,65 @@ const char *tu_shared_or_skip(const char *rel)
 		exit(STRATA_TEST_SKIP);
 	}
 	return p;
+}
+
+/* ---- skipped cases ------------------------------------------------------------ */
+
+/* Mapped shared by tu_srunner_run() before the cases fork; a private
+ * counter until then (a skip in main() is an exit 77, not a count). */
+static atomic_int g_skip_private;
+static atomic_int *g_skips = &g_skip_private;
+
+void tu_skips_share(void)
+{
+	void *p = mmap(NULL, sizeof(atomic_int), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("testutil: mmap of the skip counter");
+		exit(1);
+	}
+	g_skips = p;
+	atomic_store(g_skips, 0);
+}
+
+void tu_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("SKIP: ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	atomic_fetch_add(g_skips, 1);
+}
+
+int tu_skipped(void)
+{
+	return atomic_load(g_skips);
+}
+
+int tu_simd_level(void)
+{
+	const char *want = getenv("STRATA_TEST_SIMD");
+	int level = STRATA_SIMD_SCALAR;
+
+	if (want && *want) {
+		for (level = STRATA_SIMD_AVX512; level > STRATA_SIMD_SCALAR; level--)
+			if (!strcmp(want, strata_simd_name((enum strata_simd)level)))
+				break;
+		if (strcmp(want, strata_simd_name((enum strata_simd)level))) {
+			printf("STRATA_TEST_SIMD=%s: expected scalar, avx2 or avx512\n", want);
+			exit(1);
+		}
+	}
+	if (strata_simd_set((enum strata_simd)level) != 0) {
+		tu_skip("this CPU lacks %s", strata_simd_name((enum strata_simd)level));
+		return -1;
+	}
+	return level;
 }
 
 int tu_run(const char *cmd, char *out, size_t cap)
@@ -305,6 +368,7 @@ static int vocab_read_out(char *out, struct tu_vocab_tests *t, int n_tests)
 		if (!eol)
 			eol = p + strlen(p);
 		t->v[line].ids = t->ids + k;
+		t->v[line].no_ref = *p == '#';
 		for (long v = strtol(p, &e, 10); e != p && e <= eol; v = strtol(p, &e, 10)) {
 			t->ids[k++] = (int32_t)v;
 			t->v[line].n_ids++;
@@ -319,47 +383,63 @@ static int vocab_read_out(char *out, struct tu_vocab_tests *t, int n_tests)
 	return line;
 }
 
-int tu_vocab_tests_read(const char *name, struct tu_vocab_tests *t)
+int tu_vocab_tests_read_files(const char *inp_path, const char *out_path,
+			      struct tu_vocab_tests *t)
 {
-	char rel[512];
 	size_t ilen = 0, olen = 0, pos = 0;
+	const size_t sl = strlen(VOCAB_SEP);
 	char *out;
 	int n = 0, lines;
 
 	memset(t, 0, sizeof(*t));
-	snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.inp", name);
-	t->inp = tu_shared(rel) ? tu_read_file(tu_shared(rel), &ilen) : NULL;
-	snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.out", name);
-	out = tu_shared(rel) ? tu_read_file(tu_shared(rel), &olen) : NULL;
+	t->inp = inp_path ? tu_read_file(inp_path, &ilen) : NULL;
+	out = out_path ? tu_read_file(out_path, &olen) : NULL;
 	if (!t->inp || !out) {
-		printf("vocab tests: cannot read the .inp/.out of %s\n", name);
+		printf("vocab tests: cannot read %s or %s\n", inp_path ? inp_path : "(absent)",
+		       out_path ? out_path : "(absent)");
 		free(out);
 		return -1;
 	}
-	for (const char *m = t->inp; (m = strstr(m, VOCAB_SEP)); m += strlen(VOCAB_SEP))
+	/* Texts may hold NUL bytes: search by length. */
+	for (const char *m = t->inp; (m = memmem(m, ilen - (size_t)(m - t->inp), VOCAB_SEP, sl));
+	     m += sl)
 		n++;
 	t->v = calloc((size_t)n + 1, sizeof(*t->v));
 	if (!t->v) {
 		free(out);
 		return -1;
 	}
-	/* The .inp holds no NUL bytes; the text after the last separator is a test too. */
+	/* The text after the last separator is a test too. */
 	for (t->n = 0; pos < ilen; t->n++) {
-		char *m = strstr(t->inp + pos, VOCAB_SEP);
+		char *m = memmem(t->inp + pos, ilen - pos, VOCAB_SEP, sl);
 		size_t tl = m ? (size_t)(m - t->inp) - pos : ilen - pos;
 
 		t->v[t->n].text = t->inp + pos;
 		t->v[t->n].len = tl;
-		pos += tl + (m ? strlen(VOCAB_SEP) : 0);
+		pos += tl + (m ? sl : 0);
 	}
 	lines = vocab_read_out(out, t, t->n);
 	free(out);
 	if (lines != t->n) {
 		if (lines >= 0)
-			printf("vocab tests: %s: %d .out lines for %d tests\n", name, lines, t->n);
+			printf("vocab tests: %s: %d lines for the %d tests of %s\n", out_path, lines,
+			       t->n, inp_path);
 		return -1;
 	}
 	return t->n;
+}
+
+int tu_vocab_tests_read(const char *name, struct tu_vocab_tests *t)
+{
+	char rel[512], inp[4096];
+	const char *p;
+
+	snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.inp", name);
+	p = tu_shared(rel);
+	snprintf(inp, sizeof(inp), "%s", p ? p : "");
+	snprintf(rel, sizeof(rel), "vocab/ggml-vocab-%s.gguf.out", name);
+	p = tu_shared(rel);
+	return tu_vocab_tests_read_files(inp[0] ? inp : NULL, p, t);
 }
 
 void tu_vocab_tests_free(struct tu_vocab_tests *t)

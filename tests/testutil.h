@@ -10,6 +10,66 @@
 #define STRATA_TEST_SKIP 77
 
 /*
+ * Assertions for loops over millions of values: Check records every passing
+ * ck_assert (a pipe write in fork mode), so only a failure goes through it.
+ * The condition (and EXPECT_EQ's operands) are evaluated exactly once; the
+ * message's arguments only on failure.  Need <check.h>.
+ */
+#define EXPECT(c, fmt, ...)                                                    \
+	do {                                                                   \
+		if (!(c))                                                      \
+			ck_abort_msg("'%s' failed: " fmt, #c, ##__VA_ARGS__);  \
+	} while (0)
+#define EXPECT_TRUE(c) EXPECT(c, "")
+#define EXPECT_EQ(a, b)                                                        \
+	do {                                                                   \
+		long long tu_a_ = (long long)(a), tu_b_ = (long long)(b);      \
+		if (tu_a_ != tu_b_)                                            \
+			ck_abort_msg("%s = %lld, want %lld (%s)", #a, tu_a_,   \
+				     tu_b_, #b);                               \
+	} while (0)
+
+/*
+ * Skipped cases.  A case that cannot run here calls TU_SKIP("why", ...),
+ * which prints "SKIP: why" and returns from the case; tu_srunner_run()
+ * counts them (in shared memory: Check runs each case in a child process)
+ * so that a skipped case never counts as a pass: the suite exits 77 when
+ * every case that ran was skipped, and prints how many were otherwise.
+ * Cases that depend on the machine live in tagged TCases that ctest runs as
+ * their own tests (tests/CMakeLists.txt), so a part skipped here shows as a
+ * skipped ctest test of its own.
+ */
+void tu_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define TU_SKIP(...)                      \
+	do {                              \
+		tu_skip(__VA_ARGS__);     \
+		return;                   \
+	} while (0)
+/* Cases skipped so far in this run (0 before tu_srunner_run). */
+int tu_skipped(void);
+
+/*
+ * Run every case of sr (srunner_run_all, CK_NORMAL), free it and return the
+ * suite's exit status: 1 when a case failed (or none ran), 77 when every
+ * case was skipped, else 0.  Defined in testsuite.c (suites only: the fuzz
+ * replayers share testutil.c without Check).
+ */
+struct SRunner;
+int tu_srunner_run(struct SRunner *sr);
+/* tu_srunner_run's: share the skip counter with the cases' child processes. */
+void tu_skips_share(void);
+
+/*
+ * The SIMD level the simd-tagged cases of this run test: ctest runs each
+ * suite of tests/CMakeLists.txt's STRATA_SIMD_SUITES once per level, the
+ * plain test at scalar and NAME.avx2 / NAME.avx512 with STRATA_TEST_SIMD set
+ * (those only the cases tagged "simd").  tu_simd_level() selects it for the
+ * kernels and returns it, or TU_SKIPs the case (returning -1) when this CPU
+ * lacks it: use as `if ((l = tu_simd_level()) < 0) return;`.
+ */
+int tu_simd_level(void);
+
+/*
  * Path of a file under ../shared (STRATA_SHARED, overridable with env
  * STRATA_SHARED_DIR) in a static buffer; NULL when the file is absent.
  */
@@ -95,12 +155,15 @@ void tu_log_release(void);
  * (texts point into t->inp, ids into t->ids) and returns the number of
  * tests, or -1 when a file is missing or the two disagree in count (the
  * reason printed).  Release with tu_vocab_tests_free().
+ * tu_vocab_tests_read_files() reads any such pair (tests/vocab/corpus.*),
+ * where a .out line starting with '#' says llama.cpp had no answer (no_ref).
  */
 struct tu_vocab_test {
 	const char *text;
 	size_t len;
 	const int32_t *ids;
 	int n_ids;
+	int no_ref;
 };
 struct tu_vocab_tests {
 	struct tu_vocab_test *v;
@@ -109,6 +172,8 @@ struct tu_vocab_tests {
 	int32_t *ids;
 };
 int tu_vocab_tests_read(const char *name, struct tu_vocab_tests *t);
+int tu_vocab_tests_read_files(const char *inp_path, const char *out_path,
+			      struct tu_vocab_tests *t);
 void tu_vocab_tests_free(struct tu_vocab_tests *t);
 
 #endif

@@ -30,14 +30,13 @@
 
 #include "serve/chat.h"
 #include "strata.h"
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return (double)strata_now_ns() / 1e6;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -180,31 +179,22 @@ static const char *const sentences[] = {
 /* Text of at least `want` tokens (the tokenizer decides), malloc'd. */
 static char *filler(struct strata_engine *e, int want)
 {
-	size_t cap = 1 << 16, len = 0;
-	char *t = malloc(cap);
+	struct strata_buf t = { 0 };
 	int n = 0;
 
-	for (int i = 0; t && n < want; i++) {
-		char line[256];
+	for (int i = 0; !t.oom && n < want; i++) {
 		int32_t *ids;
-		int k = snprintf(line, sizeof(line), "%d. %s ", i + 1,
-				 sentences[i % (sizeof(sentences) / sizeof(sentences[0]))]);
 
-		if (len + (size_t)k + 1 > cap) {
-			char *nt = realloc(t, cap *= 2);
-
-			if (!nt) {
-				free(t);
-				return NULL;
-			}
-			t = nt;
-		}
-		memcpy(t + len, line, (size_t)k + 1);
-		len += (size_t)k;
-		if (i % 8 == 7 && (n = strata_engine_tokenize(e, t, len, 0, &ids)) >= 0)
+		strata_buf_printf(&t, "%d. %s ", i + 1,
+				  sentences[i % (sizeof(sentences) / sizeof(sentences[0]))]);
+		if (i % 8 == 7 && (n = strata_engine_tokenize(e, t.p, t.len, 0, &ids)) >= 0)
 			free(ids);
 	}
-	return t;
+	if (t.oom) {
+		strata_buf_free(&t);
+		return NULL;
+	}
+	return t.p;
 }
 
 /* Render messages with the template and tokenize as the server does. */

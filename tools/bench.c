@@ -26,14 +26,12 @@
 #include "model/model.h"
 #include "model/xstore.h"
 #include "plugin/registry.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)strata_now_ns() / 1e9;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -5,15 +5,18 @@
 #
 # Machines here drift 20-30% between runs, so absolute tok/s mean little;
 # what is reported is the ratio strata/llama.cpp measured in the same
-# session. Each round runs strata-bench and the llama.cpp peer
-# (tools/peer/bench.mjs, node-llama-cpp's prebuilt CPU build) back to back on
-# the same model, threads and tests, swapping which goes first every round;
-# each side prints the median of REPS repetitions after a warm-up. The table
-# gives, per test, the median over rounds of each side and of the per-round
-# ratios. Rows are appended to build/bench/<model>.csv (in STRATA_BUILD_DIR).
+# session. Each round runs strata-bench and the llama.cpp peer (llama-bench,
+# built for this CPU into build/peer by tools/peer/build.sh on first use) back
+# to back on the same model, threads and tests, swapping which goes first
+# every round; each side reports the median of REPS repetitions after a
+# warm-up. The table gives, per test, the median over rounds of each side and
+# of the per-round ratios, with the CPU's ISA and the load average beside
+# them, and the CPU seconds each side spent on the same tests (/usr/bin/time),
+# which other work sharing the CPUs changes far less than tok/s. Rows are
+# appended to build/bench/<model>.csv (in STRATA_BUILD_DIR).
 #
 #   THREADS  default: all online CPUs     ROUNDS  default: 3
-#   --strata-only   skip the peer (no Node.js needed)
+#   --strata-only   skip the peer
 # Environment: BENCH_PP (512), BENCH_TG (128), BENCH_REPS (5),
 #   BENCH_FA (auto|on|off: the peer's flash attention, default auto as in
 #   llama-bench), BENCH_TIMEOUT (seconds one side of one round may take,
@@ -21,7 +24,6 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-peer_dir=$root/tools/peer
 
 die() { echo "bench.sh: error: $*" >&2; exit 1; }
 say() { echo "bench.sh: $*" >&2; }
@@ -63,23 +65,12 @@ fi
 [ $((pp + tg)) -gt 0 ] || die "BENCH_PP and BENCH_TG are both 0: nothing to measure"
 case $fa in auto|on|off) ;; *) die "BENCH_FA must be auto, on or off, got '$fa'" ;; esac
 
-# --- the peer: node-llama-cpp pinned by tools/peer/package-lock.json --------
+# --- the peer: llama-bench of llama.cpp de3ff815, built here once --------------
+peer_bin=""
 install_peer() {
-	command -v node >/dev/null ||
-		die "node is not installed: the llama.cpp peer runs on Node.js >= 20 (apt-get install nodejs npm), or run with --strata-only"
-	if [ -f "$peer_dir/node_modules/node-llama-cpp/package.json" ] &&
-		[ -d "$peer_dir/node_modules/@node-llama-cpp/linux-x64/bins" ] &&
-		[ ! "$peer_dir/package-lock.json" -nt "$peer_dir/node_modules/.package-lock.json" ]; then
-		return 0
-	fi
-	command -v npm >/dev/null ||
-		die "npm is not installed, so the llama.cpp peer (tools/peer) cannot be installed: apt-get install npm, or run with --strata-only"
-	say "installing the llama.cpp peer (npm ci in tools/peer)..."
-	# Only the linux-x64 CPU binary is needed: --omit=optional drops the
-	# CUDA/Vulkan/other-OS binaries (~650 MB); --ignore-scripts stops
-	# node-llama-cpp's postinstall from trying to download or build anything.
-	(cd "$peer_dir" && npm ci --omit=optional --ignore-scripts --no-audit --no-fund >&2) ||
-		die "npm ci failed in $peer_dir (see above); run with --strata-only to benchmark strata alone"
+	peer_bin=$("$root/tools/peer/build.sh") ||
+		die "building the llama.cpp peer failed (see above); run with --strata-only to benchmark strata alone"
+	[ -x "$peer_bin/llama-bench" ] || die "no llama-bench in $peer_bin"
 }
 
 # --- strata: (re)build when the binary is missing or older than a source ----
@@ -110,16 +101,52 @@ build_strata
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 results=$tmp/results # lines: round test strata_tok_s peer_tok_s load1
+cpus=$tmp/cpus       # lines: round strata_cpu_s peer_cpu_s
 
-# Prints "test median" for each table row of strata-bench / bench.mjs output.
+# Prints "test median" for each table row of strata-bench's output.
 rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+ *$/ { gsub(/ /, "", $2); gsub(/ /, "", $4); print $2, $4 }' "$1"; }
+
+# The same from llama-bench's JSON lines: the median of each test's samples_ts.
+peer_rows() {
+	awk 'function field(k,   v) { v = $0; if (!sub(".*\"" k "\": *", "", v)) return ""; sub(/[,}].*/, "", v); return v }
+	{
+		np = field("n_prompt") + 0; ng = field("n_gen") + 0
+		v = $0
+		if (!sub(/.*"samples_ts": *\[ */, "", v)) next
+		sub(/ *\].*/, "", v)
+		n = split(v, a, / *, */)
+		for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+		m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+		printf "%s %.1f\n", (np > 0 ? "pp" np : "tg" ng), m
+	}' "$1"
+}
+
+# The CPU and the vector ISA its flags offer (lscpu), for every table and CSV row.
+cpu_isa() {
+	local model flags isa=""
+	model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+	flags=" $(lscpu 2>/dev/null | sed -n 's/^Flags: *//p') "
+	for f in avx512f avx512bw avx512vl avx512_vnni avx512_bf16 avx2 fma f16c avx_vnni; do
+		case $flags in *" $f "*) isa="$isa${isa:+ }$f" ;; esac
+	done
+	echo "${model:-unknown CPU}, $(nproc) CPUs, ISA ${isa:-x86-64 baseline}"
+}
 
 # Runs one side with a time limit (a hung run must not hang the whole
 # benchmark); stdout to $1, stderr to $1.err. $2 names the side for errors.
+# The CPU seconds (user + system) each side spent on the same tests, model load
+# and warm-ups included: unlike tok/s, hardly changed by other work sharing
+# the CPUs (a thread that spins while it waits still counts).
+cpu_time=()
+[ -x /usr/bin/time ] && cpu_time=(/usr/bin/time -f "%U %S" -o)
+
 run_side() {
 	local out=$1 what=$2 rc=0
 
 	shift 2
+	if [ ${#cpu_time[@]} -gt 0 ]; then
+		set -- "${cpu_time[@]}" "$out.cpu" "$@"
+	fi
 	timeout --kill-after=10 "$limit" "$@" >"$out" 2>"$out.err" || rc=$?
 	[ "$rc" = 0 ] && return 0
 	cat "$out" "$out.err" >&2
@@ -132,10 +159,12 @@ run_strata() {
 }
 
 run_peer() {
-	run_side "$1" "the llama.cpp peer (--strata-only skips it)" \
-		node "$peer_dir/bench.mjs" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" --fa "$fa"
+	run_side "$1" "llama-bench (--strata-only skips it)" "$peer_bin/llama-bench" \
+		-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fa "$fa" -o jsonl
 }
 
+isa=$(cpu_isa)
+say "cpu: $isa"
 say "model $model, $threads threads, $rounds rounds of pp$pp/tg$tg x $reps reps; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do
 	load1=$(cut -d' ' -f1 /proc/loadavg)
@@ -153,27 +182,39 @@ for r in $(seq 1 "$rounds"); do
 		run_strata "$tmp/s$r"
 	fi
 	[ "$r" = 1 ] && grep -m1 '^model ' "$tmp/s1" >&2
-	[ "$r" = 1 ] && [ "$strata_only" = 0 ] && grep '^peer: llama' "$tmp/p1" >&2
 	rows "$tmp/s$r" >"$tmp/sr"
-	rows "$tmp/p$r" >"$tmp/pr"
+	peer_rows "$tmp/p$r" >"$tmp/pr"
 	[ -s "$tmp/sr" ] || die "no results in strata-bench's output: $(cat "$tmp/s$r")"
 	[ "$strata_only" = 1 ] || [ -s "$tmp/pr" ] || die "no results in the peer's output: $(cat "$tmp/p$r")"
 	awk -v r="$r" -v l="$load1" 'FILENAME == ARGV[1] { p[$1] = $2; next }
 		{ printf "%s %s %s %s %s\n", r, $1, $2, ($1 in p ? p[$1] : "-"), l }' "$tmp/pr" "$tmp/sr" >>"$results"
 	awk -v r="$r" '$1 == r { printf "bench.sh:   %-7s strata %10.1f tok/s", $2, $3
 		print ($4 == "-" ? "" : sprintf("   llama.cpp %10.1f tok/s   ratio %.2f", $4, $3 / $4)) }' "$results" >&2
+	if [ -s "$tmp/s$r.cpu" ] && [ -s "$tmp/p$r.cpu" ]; then
+		read -r su ss <"$tmp/s$r.cpu"
+		read -r pu ps <"$tmp/p$r.cpu"
+		awk -v r="$r" -v s="$su $ss" -v p="$pu $ps" 'BEGIN { split(s, a); split(p, b)
+			cs = a[1] + a[2]; cp = b[1] + b[2]
+			printf "%s %.2f %.2f\n", r, cs, cp
+			printf "bench.sh:   cpu     strata %8.2f s        llama.cpp %8.2f s        llama.cpp/strata %.2f\n", cs, cp, (cs > 0 ? cp / cs : 0) > "/dev/stderr" }' >>"$cpus"
+	fi
 done
-say "done; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+say "done; load average $load_end"
 
 # --- summary table and CSV ----------------------------------------------------
 mname=$(basename "$model" .gguf)
 csv=$build/bench/$mname.csv
 mkdir -p "$(dirname "$csv")"
-[ -s "$csv" ] || echo "date,model,test,threads,round,strata_tok_s,llama_cpp_tok_s,ratio,load1,strata_rev,peer" >"$csv"
+header="date,model,test,threads,round,strata_tok_s,llama_cpp_tok_s,ratio,load1,strata_rev,peer,cpu"
+# A file of the earlier layout (no cpu column) is kept aside, not mixed.
+[ -s "$csv" ] && [ "$(head -n 1 "$csv")" != "$header" ] && mv "$csv" "$csv.old"
+[ -s "$csv" ] || echo "$header" >"$csv"
 rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git -C "$root" status --porcelain -- core include tools 2>/dev/null)" ] && rev=$rev-dirty
 peer=""
-[ "$strata_only" = 1 ] || peer=$(sed -n 's/^peer: \(llama.cpp [^ ]*\).*node-llama-cpp \([^,]*\),.*/\1 via node-llama-cpp \2/p' "$tmp/p1")
+[ "$strata_only" = 1 ] ||
+	peer="llama-bench $(sed -n 's/.*"build_commit": "\([^"]*\)".*/\1/p' "$tmp/p1" | head -n 1)"
 
 echo
 if [ "$strata_only" = 1 ]; then
@@ -181,8 +222,9 @@ if [ "$strata_only" = 1 ]; then
 else
 	echo "strata vs $peer: $mname, $threads threads, median of $rounds rounds"
 fi
+echo "cpu: $isa; load average (1 min) at the start of each round: $(awk '!seen[$1]++ { printf "%s%s", (n++ ? ", " : ""), $5 }' "$results"); at the end: $load_end"
 awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v t="$threads" \
-	-v rev="$rev" -v peer="$peer" '
+	-v rev="$rev" -v peer="$peer" -v cpu="$isa" '
 	function med(a, n,   i, j, x) {
 		for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
@@ -191,8 +233,8 @@ awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v 
 		if (!($2 in n)) { order[++ntests] = $2 }
 		k = ++n[$2]; s[$2, k] = $3; p[$2, k] = $4
 		ratio = $4 == "-" ? "" : sprintf("%.3f", $3 / $4)
-		printf "%s,%s,%s,%s,%s,%.1f,%s,%s,%s,%s,%s\n", date, model, $2, t, $1, $3,
-			($4 == "-" ? "" : sprintf("%.1f", $4)), ratio, $5, rev, peer >> csv
+		printf "%s,%s,%s,%s,%s,%.1f,%s,%s,%s,%s,%s,\"%s\"\n", date, model, $2, t, $1, $3,
+			($4 == "-" ? "" : sprintf("%.1f", $4)), ratio, $5, rev, peer, cpu >> csv
 	}
 	END {
 		printf "| %-8s | %7s | %12s | %15s | %16s | %-24s |\n", "test", "threads", "strata tok/s",
@@ -212,12 +254,18 @@ awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v 
 				if (c[m] / c[1] > 1.5)
 					notes = notes sprintf("note: %s ratios vary %.1fx between rounds: something else shares the CPUs; rerun when the load average is low\n", tst, c[m] / c[1])
 				printf "| %-8s | %7d | %12.1f | %15.1f | %15.2fx | %-24s |\n", tst, t, ms, mp, mr, rr
-				printf "%s,%s,%s,%s,median,%.1f,%.1f,%.3f,,%s,%s\n", date, model, tst, t, ms, mp, mr, rev, peer >> csv
+				printf "%s,%s,%s,%s,median,%.1f,%.1f,%.3f,,%s,%s,\"%s\"\n", date, model, tst, t, ms, mp, mr, rev, peer, cpu >> csv
 			} else {
 				printf "| %-8s | %7d | %12.1f | %15s | %16s | %-24s |\n", tst, t, ms, "-", "-", ""
-				printf "%s,%s,%s,%s,median,%.1f,,,,%s,\n", date, model, tst, t, ms, rev >> csv
+				printf "%s,%s,%s,%s,median,%.1f,,,,%s,,\"%s\"\n", date, model, tst, t, ms, rev, cpu >> csv
 			}
 		}
 		printf "%s", notes
 	}' "$results"
+[ -s "$cpus" ] && awk '{ s[NR] = $2; p[NR] = $3; r[NR] = $2 > 0 ? $3 / $2 : 0; rr = rr (NR > 1 ? " " : "") sprintf("%.2f", r[NR]) }
+	END { for (i = 2; i <= NR; i++) { x = r[i]; for (j = i - 1; j >= 1 && r[j] > x; j--) r[j + 1] = r[j]; r[j + 1] = x }
+		m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+		printf "CPU time for the same tests (user + system, load and warm-ups included): llama.cpp/strata %.2fx (rounds: %s)\n", m, rr }' "$cpus"
+awk -v n="$(nproc)" '!seen[$1]++ && $5 + 0 > n { hi = hi (hi ? ", " : "") $5 }
+	END { if (hi) printf "note: the load average (%s) exceeded the %d CPUs: the other work on this machine shares them, and two threads that must meet at barriers suffer most; compare ratios, not tok/s\n", hi, n }' "$results"
 echo "rows appended to ${csv#"$root"/}"

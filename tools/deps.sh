@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages strata needs to build and test, when missing.
-# Run as root (or with sudo available); prints what it installs.
+# Run as root (or with sudo available); prints one line per step (apt's output
+# only when a step fails).
 #   tools/deps.sh           what the build and the test suite need
 #   tools/deps.sh --fuzz    also clang and its runtimes (libFuzzer, for tools/test.sh)
 set -euo pipefail
@@ -31,7 +32,20 @@ else
   echo "strata: missing Debian packages: ${missing[*]} (run this script as root)" >&2
   exit 1
 fi
-echo "strata: installing ${missing[*]}"
+# One line per step; apt's own output only when a step fails.
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+step() {
+  local what="$1"
+  shift
+  echo "strata: $what"
+  if ! "$@" >"$log" 2>&1; then
+    echo "strata: $what failed; its output:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+}
+step "updating the package lists (apt-get update)" "${sudo[@]}" apt-get update
+step "installing ${missing[*]}" \
+  "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

@@ -39,6 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
+#include "util/strbuf.h"
+
 #define REQ_DEADLINE_MS 60000.0 /* one request: a hang detector, not a latency bound */
 #define SHOWN_ERRORS 10
 #define RSS_SLACK_KB (4 * 1024) /* allowed growth after warm-up, besides RSS_SLACK_PCT */
@@ -60,10 +63,7 @@ enum kind { K_STREAM, K_CHAT, K_WHOLE, K_DROP_HEAD, K_DROP_TOKEN, K_BAD, K_N };
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return (double)strata_now_ns() / 1e6;
 }
 
 static void sleep_ms(double ms)
@@ -75,29 +75,14 @@ static void sleep_ms(double ms)
 		;
 }
 
-struct buf {
-	char *p;
-	size_t len, cap;
-};
-
-/* Append n bytes, keeping a NUL after them; exits on out of memory (a tool, not a library). */
-static void buf_add(struct buf *b, const void *p, size_t n)
+/* Append n bytes; exits on out of memory (a tool, not a library). */
+static void buf_add(struct strata_buf *b, const void *p, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		b->p = realloc(b->p, cap);
-		if (!b->p) {
-			fprintf(stderr, "strata-loadtest: out of memory\n");
-			exit(2);
-		}
-		b->cap = cap;
+	strata_buf_add(b, p, n);
+	if (b->oom) {
+		fprintf(stderr, "strata-loadtest: out of memory\n");
+		exit(2);
 	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = 0;
 }
 
 static void dbl_add(double **v, size_t *n, size_t *cap, double x)
@@ -135,7 +120,7 @@ static struct stats g_st = { .mu = PTHREAD_MUTEX_INITIALIZER, .min_ttft = 1e300 
 enum { CS_SIZE, CS_DATA, CS_CRLF };
 
 struct resp {
-	struct buf raw, body;
+	struct strata_buf raw, body;
 	int status, head_done, chunked, complete, cst;
 	long content_length;
 	size_t raw_pos, chunk_left, ev_pos;

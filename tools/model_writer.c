@@ -30,6 +30,7 @@
 
 #include "cpu/kernels.h"
 #include "gguf/gguf_write.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #ifndef STRATA_DEFAULT_VOCAB
@@ -441,10 +442,7 @@ static void batch_task(void *arg, int ith, int nth)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)strata_now_ns() / 1e9;
 }
 
 struct progress {

@@ -15,6 +15,7 @@
 #include "cpu/pool.h"
 #include "plugin/registry.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 /* ---- the CPU backend: host memory, ops run at once ------------------------------ */
 
@@ -44,7 +45,7 @@ static int cpu_buf_alloc(void *dev, size_t size, uint32_t usage, struct strata_b
 
 	(void)dev;
 	memset(buf, 0, sizeof(*buf));
-	if (posix_memalign(&p, 64, size ? size : 64))
+	if (!(p = strata_aligned_alloc(STRATA_ALIGN, size)))
 		return -ENOMEM;
 	/* States start at zero; activations are written before they are read. */
 	if (usage == STRATA_BUF_USE_STATE)
@@ -64,7 +65,7 @@ static int cpu_buf_wrap(void *dev, void *host, size_t size, struct strata_buf *b
 static void cpu_buf_free(void *dev, struct strata_buf *buf)
 {
 	(void)dev;
-	free(buf->priv); /* NULL for wrapped memory */
+	strata_aligned_free(buf->priv); /* NULL for wrapped memory */
 	memset(buf, 0, sizeof(*buf));
 }
 

@@ -46,7 +46,9 @@
 #define cpu_relax() ((void)0)
 #endif
 
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 #define POOL_MAX_THREADS 4096 /* nth must fit the words' low 16 bits */
 #define GEN_NTH_BITS 16
@@ -84,14 +86,6 @@ struct strata_pool {
 	size_t scratch_size;
 };
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /*
  * Spin until *word != val (want_eq = 0) or == val (want_eq = 1), for at most
  * spin_ns; 1 when it happened.  After the first YIELD_AFTER_NS the spinner
@@ -112,7 +106,7 @@ static int spin_until(_Atomic uint64_t *word, uint64_t val, int want_eq,
 		cpu_relax();
 		if (i & 63)
 			continue;
-		t = now_ns();
+		t = (int64_t)strata_now_ns();
 		if (start == 0)
 			start = t;
 		if (t - start >= spin_ns)
@@ -260,9 +254,9 @@ int strata_pool_create(int n_threads, struct strata_pool **out)
 	}
 	if (n_threads > POOL_MAX_THREADS)
 		n_threads = POOL_MAX_THREADS;
-	if (posix_memalign((void **)&p, 64, sizeof(*p)))
+	p = strata_zalloc_aligned(1, sizeof(*p)); /* its hot fields on their own lines */
+	if (!p)
 		return -ENOMEM;
-	memset(p, 0, sizeof(*p));
 	p->n = n_threads;
 	p->spin_ns = spin_ns_from_env();
 	pthread_mutex_init(&p->lock, NULL);
@@ -302,7 +296,7 @@ fail:
 	pthread_cond_destroy(&p->finished);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
-	free(p);
+	strata_aligned_free(p);
 	return rc;
 }
 
@@ -316,7 +310,7 @@ void strata_pool_free(struct strata_pool *pool)
 	pthread_cond_destroy(&pool->finished);
 	pthread_cond_destroy(&pool->wake);
 	pthread_mutex_destroy(&pool->lock);
-	free(pool);
+	strata_aligned_free(pool);
 }
 
 int strata_pool_size(const struct strata_pool *pool)

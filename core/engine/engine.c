@@ -17,14 +17,12 @@
 #include "plugin/path.h"
 #include "plugin/registry.h"
 #include "sample/sampler.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return strata_now_ns() / 1e6;
 }
 
 /* The model's name (file name without ".gguf") and its chat template, kept for servers. */

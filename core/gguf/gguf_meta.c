@@ -4,12 +4,12 @@
  * strata_gguf_open() validated and checks only the caller's arguments.
  */
 #include "gguf/gguf_impl.h"
+#include "util/strbuf.h"
 
 #include <errno.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,42 +299,8 @@ const struct strata_gguf_tensor *strata_gguf_find_tensor(const struct strata_ggu
 
 /* ---- formatting ---- */
 
-/* A bounded text buffer: appends what fits, always NUL-terminated. */
-struct sbuf {
-	char *p;
-	size_t cap, len;
-	int cut;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->cap == 0)
-		return;
-	if (n > b->cap - 1 - b->len) {
-		n = b->cap - 1 - b->len;
-		b->cut = 1;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = 0;
-}
-
-__attribute__((format(printf, 2, 3)))
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	char tmp[64];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		sb_put(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
 /* Quoted and escaped, at most `max` source bytes (cut on a UTF-8 boundary). */
-static void sb_str(struct sbuf *b, struct strata_str s, uint64_t max, int show_len)
+static void fmt_str(struct strata_buf *b, struct strata_str s, uint64_t max, int show_len)
 {
 	uint64_t n = s.len;
 
@@ -343,30 +309,30 @@ static void sb_str(struct sbuf *b, struct strata_str s, uint64_t max, int show_l
 		while (n > 0 && ((unsigned char)s.s[n] & 0xc0) == 0x80)
 			n--;
 	}
-	sb_put(b, "\"", 1);
+	strata_buf_add(b, "\"", 1);
 	for (uint64_t i = 0; i < n && !b->cut; i++) {
 		unsigned char c = (unsigned char)s.s[i];
 
 		switch (c) {
-		case '"': sb_put(b, "\\\"", 2); break;
-		case '\\': sb_put(b, "\\\\", 2); break;
-		case '\n': sb_put(b, "\\n", 2); break;
-		case '\t': sb_put(b, "\\t", 2); break;
-		case '\r': sb_put(b, "\\r", 2); break;
+		case '"': strata_buf_add(b, "\\\"", 2); break;
+		case '\\': strata_buf_add(b, "\\\\", 2); break;
+		case '\n': strata_buf_add(b, "\\n", 2); break;
+		case '\t': strata_buf_add(b, "\\t", 2); break;
+		case '\r': strata_buf_add(b, "\\r", 2); break;
 		default:
 			if (c < 0x20 || c == 0x7f)
-				sb_printf(b, "\\x%02x", c);
+				strata_buf_printf(b, "\\x%02x", c);
 			else
-				sb_put(b, (const char *)&c, 1);
+				strata_buf_add(b, (const char *)&c, 1);
 		}
 	}
-	sb_put(b, n < s.len ? "...\"" : "\"", n < s.len ? 4 : 1);
+	strata_buf_add(b, n < s.len ? "...\"" : "\"", n < s.len ? 4 : 1);
 	if (n < s.len && show_len)
-		sb_printf(b, " (%" PRIu64 " bytes)", s.len);
+		strata_buf_printf(b, " (%" PRIu64 " bytes)", s.len);
 }
 
 /* Shortest text that reads back as the same float/double. */
-static void sb_real(struct sbuf *b, double v, int is_f32)
+static void fmt_real(struct strata_buf *b, double v, int is_f32)
 {
 	char tmp[40];
 
@@ -375,10 +341,11 @@ static void sb_real(struct sbuf *b, double v, int is_f32)
 		if (is_f32 ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
 			break;
 	}
-	sb_put(b, tmp, strlen(tmp));
+	strata_buf_add(b, tmp, strlen(tmp));
 }
 
-static void sb_scalar(struct sbuf *b, const struct strata_gguf *g, uint32_t type, uint64_t off)
+static void fmt_scalar(struct strata_buf *b, const struct strata_gguf *g, uint32_t type,
+		       uint64_t off)
 {
 	const uint8_t *p = g->map + off;
 	struct gguf_kv tmp = { .type = type, .voff = off };
@@ -386,15 +353,15 @@ static void sb_scalar(struct sbuf *b, const struct strata_gguf *g, uint32_t type
 	int neg;
 
 	if (type == STRATA_GGUF_STRING)
-		sb_str(b, str_at(g, off), 24, 0);
+		fmt_str(b, str_at(g, off), 24, 0);
 	else if (type == STRATA_GGUF_BOOL)
-		sb_put(b, p[0] ? "true" : "false", p[0] ? 4 : 5);
+		strata_buf_add(b, p[0] ? "true" : "false", p[0] ? 4 : 5);
 	else if (type == STRATA_GGUF_F32)
-		sb_real(b, rd_f32(p), 1);
+		fmt_real(b, rd_f32(p), 1);
 	else if (type == STRATA_GGUF_F64)
-		sb_real(b, rd_f64(p), 0);
+		fmt_real(b, rd_f64(p), 0);
 	else if (kv_int(g, &tmp, &neg, &mag) == 0)
-		sb_printf(b, "%s%" PRIu64, neg ? "-" : "", mag);
+		strata_buf_printf(b, "%s%" PRIu64, neg ? "-" : "", mag);
 }
 
 #define GGUF_FMT_ARRAY_ITEMS 6
@@ -403,32 +370,32 @@ static void sb_scalar(struct sbuf *b, const struct strata_gguf *g, uint32_t type
 void strata_gguf_format_value(const struct strata_gguf *g, int64_t i, char *buf, size_t n)
 {
 	const struct gguf_kv *kv = kv_at(g, i);
-	struct sbuf b = { buf, n, 0, 0 };
+	struct strata_buf b;
 	uint64_t shown;
 
 	if (n == 0)
 		return;
-	buf[0] = 0;
+	strata_buf_fixed(&b, buf, n);
 	if (!kv)
 		return;
 	if (kv->type == STRATA_GGUF_STRING) {
-		sb_str(&b, str_at(g, kv->voff), GGUF_FMT_STR_BYTES, 1);
+		fmt_str(&b, str_at(g, kv->voff), GGUF_FMT_STR_BYTES, 1);
 	} else if (kv->type != STRATA_GGUF_ARRAY) {
-		sb_scalar(&b, g, kv->type, kv->voff);
+		fmt_scalar(&b, g, kv->type, kv->voff);
 	} else {
 		uint32_t esz = strata_gguf_scalar_size_(kv->arr_type);
 
 		shown = kv->arr_n < GGUF_FMT_ARRAY_ITEMS ? kv->arr_n : GGUF_FMT_ARRAY_ITEMS;
-		sb_put(&b, "[", 1);
+		strata_buf_add(&b, "[", 1);
 		for (uint64_t j = 0; j < shown && !b.cut; j++) {
 			if (j)
-				sb_put(&b, ", ", 2);
-			sb_scalar(&b, g, kv->arr_type,
+				strata_buf_add(&b, ", ", 2);
+			fmt_scalar(&b, g, kv->arr_type,
 				  kv->str_off ? kv->str_off[j] : kv->voff + j * esz);
 		}
 		if (shown < kv->arr_n)
-			sb_printf(&b, ", ... +%" PRIu64 " more", kv->arr_n - shown);
-		sb_put(&b, "]", 1);
+			strata_buf_printf(&b, ", ... +%" PRIu64 " more", kv->arr_n - shown);
+		strata_buf_add(&b, "]", 1);
 	}
 	if (b.cut && n >= 4) {
 		/* Mark the cut, without leaving half a UTF-8 sequence before it. */

@@ -20,21 +20,17 @@
 #include "cpu/types.h"
 #include "gguf/gguf_impl.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 #define GGUF_VERSION 3
 #define DEFAULT_ALIGNMENT 32
 #define OUT_BUF (4u << 20)
 
-struct bytes {
-	uint8_t *p;
-	size_t n, cap;
-};
-
 struct wkv {
 	char *key;
 	size_t key_len;
 	uint32_t type;
-	struct bytes val; /* the encoded value (for arrays: element type, count, elements) */
+	struct strata_buf val; /* the encoded value (for arrays: element type, count, elements) */
 };
 
 struct wtensor {
@@ -63,39 +59,15 @@ struct strata_gguf_writer {
 
 /* ---- encoding ---- */
 
-static int bytes_reserve(struct bytes *b, size_t more)
+/* The encoders return 0 or -ENOMEM (the builder's oom). */
+static int bytes_put(struct strata_buf *b, const void *p, size_t n)
 {
-	size_t cap = b->cap ? b->cap : 64;
-	uint8_t *p;
-
-	if (more > SIZE_MAX / 2 - b->n)
-		return -ENOMEM;
-	if (b->n + more <= b->cap)
-		return 0;
-	while (cap < b->n + more)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p)
-		return -ENOMEM;
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-static int bytes_put(struct bytes *b, const void *p, size_t n)
-{
-	int rc = bytes_reserve(b, n);
-
-	if (rc)
-		return rc;
-	if (n)
-		memcpy(b->p + b->n, p, n);
-	b->n += n;
-	return 0;
+	strata_buf_add(b, p, n);
+	return b->oom ? -ENOMEM : 0;
 }
 
 /* `count` host scalars of `size` bytes each, stored little-endian. */
-static int bytes_put_le(struct bytes *b, const void *src, size_t size, uint64_t count)
+static int bytes_put_le(struct strata_buf *b, const void *src, size_t size, uint64_t count)
 {
 	const uint8_t *s = src;
 	int rc;
@@ -104,31 +76,32 @@ static int bytes_put_le(struct bytes *b, const void *src, size_t size, uint64_t 
 		return 0; /* src may be NULL: memcpy must not see it */
 	if (count > SIZE_MAX / (size ? size : 1))
 		return -ENOMEM;
-	rc = bytes_reserve(b, size * count);
+	rc = strata_buf_reserve(b, size * count);
 	if (rc)
 		return rc;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy(b->p + b->n, s, size * count);
+	memcpy(b->p + b->len, s, size * count);
 #else
 	for (uint64_t i = 0; i < count; i++)
 		for (size_t j = 0; j < size; j++)
-			b->p[b->n + i * size + j] = s[i * size + size - 1 - j];
+			b->p[b->len + i * size + j] = (char)s[i * size + size - 1 - j];
 #endif
-	b->n += size * count;
+	b->len += size * count;
+	b->p[b->len] = 0;
 	return 0;
 }
 
-static int bytes_u32(struct bytes *b, uint32_t v)
+static int bytes_u32(struct strata_buf *b, uint32_t v)
 {
 	return bytes_put_le(b, &v, 4, 1);
 }
 
-static int bytes_u64(struct bytes *b, uint64_t v)
+static int bytes_u64(struct strata_buf *b, uint64_t v)
 {
 	return bytes_put_le(b, &v, 8, 1);
 }
 
-static int bytes_str(struct bytes *b, const char *s, uint64_t len)
+static int bytes_str(struct strata_buf *b, const char *s, uint64_t len)
 {
 	int rc = bytes_u64(b, len);
 
@@ -290,7 +263,7 @@ void strata_gguf_writer_close(struct strata_gguf_writer *w)
 		unlink(w->tmp);
 	for (size_t i = 0; i < w->n_kv; i++) {
 		free(w->kv[i].key);
-		free(w->kv[i].val.p);
+		strata_buf_free(&w->kv[i].val);
 	}
 	for (size_t i = 0; i < w->n_t; i++)
 		free(w->t[i].name);
@@ -341,7 +314,7 @@ static struct wkv *kv_slot(struct strata_gguf_writer *w, const char *key, size_t
 	}
 	for (size_t i = 0; i < w->n_kv; i++)
 		if (w->kv[i].key_len == len && memcmp(w->kv[i].key, key, len) == 0) {
-			w->kv[i].val.n = 0;
+			strata_buf_free(&w->kv[i].val);
 			return &w->kv[i];
 		}
 	if (w->n_kv == w->cap_kv) {
@@ -490,7 +463,7 @@ int strata_gguf_writer_set_arr_str(struct strata_gguf_writer *w, const char *key
 }
 
 /* The encoded bytes of src's entry i, copied from its mapping. */
-static int copy_value(struct bytes *b, const struct strata_gguf *src, const struct gguf_kv *kv)
+static int copy_value(struct strata_buf *b, const struct strata_gguf *src, const struct gguf_kv *kv)
 {
 	const uint8_t *v = src->map + kv->voff;
 	uint64_t last, end;
@@ -649,7 +622,7 @@ static int resolve_alignment(struct strata_gguf_writer *w)
 			strata_error("%s: general.alignment must be a u32", w->path);
 			return -EINVAL;
 		}
-		a = gguf_rd_u32(kv->val.p);
+		a = gguf_rd_u32((const uint8_t *)kv->val.p);
 		if (a == 0 || (a & (a - 1))) {
 			strata_error("%s: general.alignment %u is not a power of two", w->path, a);
 			return -EINVAL;
@@ -662,7 +635,7 @@ static int resolve_alignment(struct strata_gguf_writer *w)
 
 static int write_header(struct strata_gguf_writer *w)
 {
-	struct bytes h = { 0 };
+	struct strata_buf h = { 0 };
 	uint64_t off = 0;
 	int rc;
 
@@ -675,7 +648,7 @@ static int write_header(struct strata_gguf_writer *w)
 	for (size_t i = 0; i < w->n_kv && !rc; i++) {
 		rc = bytes_str(&h, w->kv[i].key, w->kv[i].key_len);
 		rc = rc ? rc : bytes_u32(&h, w->kv[i].type);
-		rc = rc ? rc : bytes_put(&h, w->kv[i].val.p, w->kv[i].val.n);
+		rc = rc ? rc : bytes_put(&h, w->kv[i].val.p, w->kv[i].val.len);
 	}
 	for (size_t i = 0; i < w->n_t && !rc; i++) {
 		struct wtensor *t = &w->t[i];
@@ -691,14 +664,14 @@ static int write_header(struct strata_gguf_writer *w)
 		rc = rc ? rc : bytes_u64(&h, t->offset);
 	}
 	if (rc) {
-		free(h.p);
+		strata_buf_free(&h);
 		strata_error("%s: out of memory for the header", w->path);
 		return rc;
 	}
-	rc = out(w, h.p, h.n);
+	rc = out(w, h.p, h.len);
 	if (!rc)
-		rc = out_zeros(w, (size_t)(pad_to(h.n, w->alignment) - h.n));
-	free(h.p);
+		rc = out_zeros(w, (size_t)(pad_to(h.len, w->alignment) - h.len));
+	strata_buf_free(&h);
 	w->header_done = 1;
 	/* Zero-byte tensors (possible through add_tensor_raw) need no data call. */
 	while (w->cur < w->n_t && w->t[w->cur].size == 0)

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 
 enum { AR_IDLE, AR_QUEUED, AR_RUNNING, AR_DONE };
@@ -51,14 +52,6 @@ struct strata_aread {
 	int rc;
 	struct strata_aread_job *job;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void set_err(struct strata_aread *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -332,7 +325,7 @@ static int submit_backlog(struct strata_aread *a, const struct strata_aread_job 
 		}
 		if (k == 0)
 			return 0;
-		accepted(a, (uint32_t)k > n ? n : (uint32_t)k, now_ns());
+		accepted(a, (uint32_t)k > n ? n : (uint32_t)k, strata_now_ns());
 	}
 	return 0;
 }
@@ -439,7 +432,7 @@ int strata_aread_run(struct strata_aread *a, struct strata_aread_job *job)
 	a->n_bl = a->n_fly = 0;
 	if (!a->handle && (err = open_handle(a)))
 		return err;
-	last = now_ns();
+	last = strata_now_ns();
 	for (;;) {
 		int stopping, got;
 		uint64_t t, left;
@@ -467,7 +460,7 @@ int strata_aread_run(struct strata_aread *a, struct strata_aread_job *job)
 				break;
 			continue;
 		}
-		t = now_ns();
+		t = strata_now_ns();
 		left = last + tmo > t ? (last + tmo - t + 999999) / 1000000 : 0; /* ms, rounded up */
 		got = a->o.ops->reap(a->handle, a->done, 1, a->depth,
 				     left > INT_MAX ? INT_MAX : (int)left);
@@ -487,7 +480,7 @@ int strata_aread_run(struct strata_aread *a, struct strata_aread_job *job)
 			break;
 		}
 		if (got == 0) {
-			if (now_ns() - last < tmo)
+			if (strata_now_ns() - last < tmo)
 				continue;
 			if (!err) {
 				timed_out(a, job);
@@ -496,7 +489,7 @@ int strata_aread_run(struct strata_aread *a, struct strata_aread_job *job)
 			close_handle(a);
 			break;
 		}
-		last = now_ns();
+		last = strata_now_ns();
 		if (completions(a, job, got > (int)a->depth ? (int)a->depth : got, stopping, &err)) {
 			err = err ? err : -EIO;
 			close_handle(a);

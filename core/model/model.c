@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gguf/gguf.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 struct loader {
@@ -539,17 +540,14 @@ static int prefault_skip(const struct strata_gguf_tensor *t, unsigned flags)
 	       memmem(t->name.s, t->name.len, "_exps.", 6) != NULL;
 }
 
-static void progress(const char *path, uint64_t done, uint64_t len, double *t_last)
+static void progress(const char *path, uint64_t done, uint64_t len, uint64_t *t_last)
 {
-	struct timespec ts;
-	double now;
+	uint64_t now = strata_now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = ts.tv_sec + ts.tv_nsec / 1e9;
-	if (now - *t_last > 0.1 || done >= len) {
-		fprintf(stderr, "\rstrata: loading %s: %3.0f%% (%llu / %llu MiB)", path,
-			100.0 * done / len, (unsigned long long)(done >> 20),
-			(unsigned long long)(len >> 20));
+	if (now - *t_last > 100000000ull || done >= len) {
+		strata_log_progress(done >= len, "loading %s: %3.0f%% (%llu / %llu MiB)", path,
+				    100.0 * done / len, (unsigned long long)(done >> 20),
+				    (unsigned long long)(len >> 20));
 		*t_last = now;
 	}
 }
@@ -566,7 +564,7 @@ static void prefault(const struct strata_model *m, const char *path, unsigned fl
 	const int64_t n = strata_gguf_n_tensors(g);
 	uint64_t len = 0, done = 0;
 	volatile uint8_t sink = 0;
-	double t_last = 0;
+	uint64_t t_last = 0;
 
 	for (int64_t i = 0; i < n; i++) {
 		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
@@ -593,7 +591,6 @@ static void prefault(const struct strata_model *m, const char *path, unsigned fl
 		done += t->size;
 	}
 	progress(path, len, len, &t_last);
-	fputc('\n', stderr);
 	(void)sink;
 }
 

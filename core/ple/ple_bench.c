@@ -191,7 +191,7 @@ static int parse_args(struct bench *b, int argc, char **argv)
 
 static double now_s(void)
 {
-	return (double)ple_now_ns() / 1e9;
+	return (double)strata_now_ns() / 1e9;
 }
 
 static void drop_cache(const char *path)
@@ -396,7 +396,7 @@ static int read_stream(const struct bench *b, struct strata_ple_reader *r, struc
 		if ((rc = strata_ple_wait(c)))
 			goto out;
 		strata_ple_chunk_stats(c, &st);
-		ple_hist_merge(&t->lat, &c->lat);
+		strata_ple_hist_merge(&t->lat, &c->lat);
 		t->chunks++;
 		t->rows += st.rows;
 		t->hits += st.hits;
@@ -417,8 +417,8 @@ out:
 static void report(const struct bench *b, const char *plugin, const char *io, uint32_t readers,
 		   const struct run_total *t, FILE *csv)
 {
-	double s = t->read_ms / 1e3, p50 = ple_hist_quantile(&t->lat, 0.5);
-	double p99 = ple_hist_quantile(&t->lat, 0.99), n = t->chunks ? (double)t->chunks : 1;
+	double s = t->read_ms / 1e3, p50 = strata_ple_hist_quantile(&t->lat, 0.5);
+	double p99 = strata_ple_hist_quantile(&t->lat, 0.99), n = t->chunks ? (double)t->chunks : 1;
 	double rows_s = s > 0 ? (double)t->rows / s : 0, reads_s = s > 0 ? (double)t->reads / s : 0;
 
 	printf("%-10s %-6s %7u %5u %6u %6llu %10.0f %9.0f %7.1f %6.0f %6.0f %5.1f %9.1f %8.2f "

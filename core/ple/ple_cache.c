@@ -17,7 +17,7 @@
 
 #define WAYS 8
 
-int ple_cache_init(struct ple_cache *c, uint32_t rows, uint32_t rb)
+int strata_ple_cache_init(struct ple_cache *c, uint32_t rows, uint32_t rb)
 {
 	memset(c, 0, sizeof(*c));
 	c->rb = rb;
@@ -34,13 +34,13 @@ int ple_cache_init(struct ple_cache *c, uint32_t rows, uint32_t rb)
 	c->stamp = calloc(c->sets * c->ways, sizeof(*c->stamp));
 	c->data = malloc(c->sets * c->ways * rb);
 	if (!c->key || !c->stamp || !c->data) {
-		ple_cache_free(c);
+		strata_ple_cache_free(c);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-void ple_cache_free(struct ple_cache *c)
+void strata_ple_cache_free(struct ple_cache *c)
 {
 	if (!c->rb)
 		return; /* never initialised */
@@ -57,12 +57,12 @@ void ple_cache_free(struct ple_cache *c)
 	c->rb = 0;
 }
 
-uint64_t ple_cache_capacity(const struct ple_cache *c)
+uint64_t strata_ple_cache_capacity(const struct ple_cache *c)
 {
 	return c->sets * c->ways;
 }
 
-int ple_cache_get(struct ple_cache *c, uint32_t row, void *dst, uint32_t stamp, int locked)
+int strata_ple_cache_get(struct ple_cache *c, uint32_t row, void *dst, uint32_t stamp, int locked)
 {
 	uint64_t s, base;
 	int hit = 0;
@@ -85,7 +85,7 @@ int ple_cache_get(struct ple_cache *c, uint32_t row, void *dst, uint32_t stamp, 
 	return hit;
 }
 
-void ple_cache_put(struct ple_cache *c, uint32_t row, const void *src, uint32_t stamp)
+void strata_ple_cache_put(struct ple_cache *c, uint32_t row, const void *src, uint32_t stamp)
 {
 	uint64_t s, base, victim;
 

@@ -21,15 +21,12 @@
 
 #include "io/aread.h"
 #include "ple/ple.h"
+#include "util/clock.h"
 
 #define PLE_GROUP 32             /* miss rows decoded together */
 #define PLE_NONE UINT32_MAX
 #define PLE_HIT_BIT 0x80000000u  /* row map value: a cache hit (else a miss row) */
 #define PLE_TIMEOUT_MS 30000     /* no completion for this long: the disk is stuck */
-
-/* ---- time ------------------------------------------------------------------ */
-
-uint64_t ple_now_ns(void);
 
 /* ---- latency histogram (microseconds, ~6% resolution) ------------------------ */
 
@@ -40,10 +37,10 @@ struct ple_hist {
 	uint64_t count;
 };
 
-void ple_hist_add(struct ple_hist *h, uint64_t ns);
-void ple_hist_merge(struct ple_hist *into, const struct ple_hist *h);
+void strata_ple_hist_add(struct ple_hist *h, uint64_t ns);
+void strata_ple_hist_merge(struct ple_hist *into, const struct ple_hist *h);
 /* The q-quantile (0..1) in microseconds; 0 when empty. */
-double ple_hist_quantile(const struct ple_hist *h, double q);
+double strata_ple_hist_quantile(const struct ple_hist *h, double q);
 
 /* ---- row cache: set-associative, bounded, safe for concurrent use ------------- */
 
@@ -72,17 +69,17 @@ static inline void ple_cache_prefetch(const struct ple_cache *c, uint32_t row)
 }
 
 /* At most `rows` rows of rb bytes (0 = disabled).  0 or -ENOMEM. */
-int ple_cache_init(struct ple_cache *c, uint32_t rows, uint32_t rb);
-void ple_cache_free(struct ple_cache *c);
-uint64_t ple_cache_capacity(const struct ple_cache *c);
+int strata_ple_cache_init(struct ple_cache *c, uint32_t rows, uint32_t rb);
+void strata_ple_cache_free(struct ple_cache *c);
+uint64_t strata_ple_cache_capacity(const struct ple_cache *c);
 /*
  * Copy row's bytes to dst: 1 on a hit, 0 on a miss.  locked = 0 skips the
  * set's lock: only while no other thread can insert (between chunks, when
  * the reader threads are idle).
  */
-int ple_cache_get(struct ple_cache *c, uint32_t row, void *dst, uint32_t stamp, int locked);
+int strata_ple_cache_get(struct ple_cache *c, uint32_t row, void *dst, uint32_t stamp, int locked);
 /* Insert (or refresh) row, evicting the set's least recently used row. */
-void ple_cache_put(struct ple_cache *c, uint32_t row, const void *src, uint32_t stamp);
+void strata_ple_cache_put(struct ple_cache *c, uint32_t row, const void *src, uint32_t stamp);
 
 /* ---- the plan of the chunk being read ------------------------------------------ */
 
@@ -221,30 +218,29 @@ struct strata_ple_reader {
  * Allocate and touch the plan's memory for chunks of up to n_rows rows now,
  * so the first chunk does not pay for page faults.  0 or -ENOMEM.
  */
-int ple_plan_reserve(struct strata_ple_reader *r, size_t n_rows);
+int strata_ple_plan_reserve(struct strata_ple_reader *r, size_t n_rows);
 /* Plan chunk c (rows, n, out): serve zeros, copy hits, build jobs.  0 or -ENOMEM. */
-int ple_plan_chunk(struct strata_ple_reader *r, struct strata_ple_chunk *c);
+int strata_ple_plan_chunk(struct strata_ple_reader *r, struct strata_ple_chunk *c);
 /* Decode the planned cache hits into c->out. */
-void ple_plan_decode_hits(struct strata_ple_reader *r, struct strata_ple_chunk *c);
+void strata_ple_plan_decode_hits(struct strata_ple_reader *r, struct strata_ple_chunk *c);
 /* Decode miss-row group g (all its pages have landed) and put its rows in the cache. */
-void ple_plan_decode_group(struct strata_ple_reader *r, struct strata_ple_chunk *c, uint32_t g);
+void strata_ple_plan_decode_group(struct strata_ple_reader *r, struct strata_ple_chunk *c, uint32_t g);
 /* After a failure: zero the rows of every group that was not decoded. */
-void ple_plan_zero_unfinished(struct strata_ple_reader *r, struct strata_ple_chunk *c);
-void ple_plan_free(struct ple_plan *p);
+void strata_ple_plan_zero_unfinished(struct strata_ple_reader *r, struct strata_ple_chunk *c);
+void strata_ple_plan_free(struct ple_plan *p);
 
 /* Worker resources for up to `depth` reads in flight; w->ar is opened by the caller. */
-int ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t depth);
-void ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w);
+int strata_ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t depth);
+void strata_ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w);
 /* Read page jobs of r->cur until none is left or the chunk failed. */
-void ple_worker_run(struct ple_worker *w);
+void strata_ple_worker_run(struct ple_worker *w);
 /* The same through the mapping. */
-void ple_worker_run_mmap(struct ple_worker *w);
+void strata_ple_worker_run_mmap(struct ple_worker *w);
 
-/*
- * Record the chunk's first error (logged once, here: several readers may
- * fail the same chunk); later ones are dropped.
- */
-void ple_fail(struct strata_ple_reader *r, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* The readers of r for table t (ple_open.c), and their release. */
+int strata_ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
+			    const struct strata_ple_table *t);
+void strata_ple_reader_teardown(struct strata_ple_reader *r);
+
 
 #endif

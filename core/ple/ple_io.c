@@ -22,7 +22,12 @@
 
 #include "util/log.h"
 
-void ple_fail(struct strata_ple_reader *r, int err, const char *fmt, ...)
+/*
+ * Record the chunk's first error (logged once, here: several readers may
+ * fail the same chunk); later ones are dropped.
+ */
+static void __attribute__((format(printf, 3, 4)))
+ple_fail(struct strata_ple_reader *r, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -37,7 +42,7 @@ void ple_fail(struct strata_ple_reader *r, int err, const char *fmt, ...)
 	pthread_mutex_unlock(&r->err_mu);
 }
 
-int ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t depth)
+int strata_ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t depth)
 {
 	w->r = r;
 	w->depth = depth;
@@ -54,7 +59,7 @@ int ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, uint32_t 
 	return 0;
 }
 
-void ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w)
+void strata_ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w)
 {
 	(void)r;
 	strata_aread_close(w->ar);
@@ -77,7 +82,7 @@ static void copy_uses(struct strata_ple_reader *r, uint32_t j, const uint8_t *sr
 		       us->len);
 		/* acq_rel: the last copier sees every other reader's bytes of the group. */
 		if (atomic_fetch_sub_explicit(&p->grp_left[g], 1, memory_order_acq_rel) == 1)
-			ple_plan_decode_group(r, r->cur, g);
+			strata_ple_plan_decode_group(r, r->cur, g);
 	}
 }
 
@@ -86,7 +91,7 @@ static void note_first_submit(struct strata_ple_reader *r)
 	uint64_t zero = 0;
 
 	if (atomic_load_explicit(&r->t_first_sub, memory_order_relaxed) == 0)
-		atomic_compare_exchange_strong(&r->t_first_sub, &zero, ple_now_ns());
+		atomic_compare_exchange_strong(&r->t_first_sub, &zero, strata_now_ns());
 }
 
 /* ---- the read path's callbacks ---------------------------------------------------- */
@@ -128,7 +133,7 @@ static void page_landed(void *user, struct strata_aread_req *req)
 	struct ple_worker *w = user;
 	struct ple_io_slot *s = (struct ple_io_slot *)(void *)req; /* req is first */
 
-	ple_hist_add(&w->lat, ple_now_ns() - req->t_sub);
+	strata_ple_hist_add(&w->lat, strata_now_ns() - req->t_sub);
 	w->reads++;
 	copy_uses(w->r, s->job, req->io.buf);
 	w->freel[w->n_free++] = s;
@@ -152,7 +157,7 @@ static int chunk_failed(void *user)
 	return atomic_load_explicit(&((struct ple_worker *)user)->r->failed, memory_order_relaxed);
 }
 
-void ple_worker_run(struct ple_worker *w)
+void strata_ple_worker_run(struct ple_worker *w)
 {
 	struct strata_aread_job job = {
 		.user = w, .next = next_pages, .landed = page_landed, .describe = describe_page,
@@ -170,7 +175,7 @@ void ple_worker_run(struct ple_worker *w)
 		ple_fail(w->r, rc, "%s", strata_aread_error(w->ar));
 }
 
-void ple_worker_run_mmap(struct ple_worker *w)
+void strata_ple_worker_run_mmap(struct ple_worker *w)
 {
 	struct strata_ple_reader *r = w->r;
 	struct ple_plan *p = &r->plan;
@@ -178,12 +183,12 @@ void ple_worker_run_mmap(struct ple_worker *w)
 	note_first_submit(r);
 	for (;;) {
 		uint32_t j = atomic_fetch_add_explicit(&r->next_job, 1, memory_order_relaxed);
-		uint64_t t = ple_now_ns();
+		uint64_t t = strata_now_ns();
 
 		if (j >= p->n_jobs)
 			break;
 		copy_uses(r, j, r->map + (uint64_t)p->job_page[j] * STRATA_PLE_PAGE);
-		ple_hist_add(&w->lat, ple_now_ns() - t);
+		strata_ple_hist_add(&w->lat, strata_now_ns() - t);
 		w->reads++;
 	}
 }

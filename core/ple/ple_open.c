@@ -23,10 +23,7 @@
 #include "cpu/types.h"
 #include "plugin/registry.h"
 #include "util/log.h"
-
-int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
-		     const struct strata_ple_table *t);
-void ple_reader_teardown(struct strata_ple_reader *r);
+#include "util/mem.h"
 
 /* ---- the host table lent to ops given directly (tests) ------------------------------ */
 
@@ -47,18 +44,6 @@ static const char *own_config_get(const struct strata_host *host, const char *se
 	(void)section;
 	(void)key;
 	return NULL;
-}
-
-static void *own_aligned_alloc(size_t align, size_t size)
-{
-	void *p = NULL;
-
-	return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
-}
-
-static void own_aligned_free(void *p)
-{
-	free(p);
 }
 
 /* ---- the table ------------------------------------------------------------------------ */
@@ -238,7 +223,7 @@ static int setup_workers(struct strata_ple_reader *r, const char *name)
 	for (uint32_t i = 0; i <= n; i++) {
 		struct ple_worker *w = i == 0 ? &r->main : &r->workers[i - 1];
 
-		if ((rc = ple_worker_init(r, w, r->o.depth))) {
+		if ((rc = strata_ple_worker_init(r, w, r->o.depth))) {
 			strata_error("%s: out of memory for the PLE readers", r->path);
 			return rc;
 		}
@@ -249,8 +234,8 @@ static int setup_workers(struct strata_ple_reader *r, const char *name)
 	return 0;
 }
 
-int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
-		     const struct strata_ple_table *t)
+int strata_ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
+			    const struct strata_ple_table *t)
 {
 	const char *name = "mmap";
 	uint64_t cache_rows;
@@ -258,8 +243,8 @@ int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
 
 	r->own_host = (struct strata_host){ .version = 1, .log = own_log,
 					    .config_get = own_config_get,
-					    .aligned_alloc = own_aligned_alloc,
-					    .aligned_free = own_aligned_free };
+					    .aligned_alloc = strata_aligned_alloc,
+					    .aligned_free = strata_aligned_free };
 	if ((rc = check_table(r, t)))
 		return rc;
 	if (r->o.io == STRATA_PLE_IO_MMAP) {
@@ -270,36 +255,36 @@ int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
 	}
 	if (rc || (rc = setup_workers(r, name)))
 		return rc;
-	if ((rc = ple_cache_init(&r->cache, r->o.row_cache, r->rb))) {
+	if ((rc = strata_ple_cache_init(&r->cache, r->o.row_cache, r->rb))) {
 		strata_error("%s: out of memory for a PLE row cache of %u rows (%llu MB)",
 			     r->path, r->o.row_cache,
 			     (unsigned long long)r->o.row_cache * r->rb / 1000000);
 		return rc;
 	}
-	if (r->o.chunk_rows_hint && (rc = ple_plan_reserve(r, r->o.chunk_rows_hint))) {
+	if (r->o.chunk_rows_hint && (rc = strata_ple_plan_reserve(r, r->o.chunk_rows_hint))) {
 		strata_error("%s: out of memory for PLE chunks of %u rows", r->path,
 			     r->o.chunk_rows_hint);
 		return rc;
 	}
 	snprintf(r->io_name, sizeof(r->io_name), "%s", name);
-	cache_rows = ple_cache_capacity(&r->cache);
+	cache_rows = strata_ple_cache_capacity(&r->cache);
 	snprintf(r->desc, sizeof(r->desc), "%s%s, %u readers x %u in flight, row cache %llu rows",
 		 name, r->map ? "" : strata_aread_direct(r->main.ar) ? " (direct)" : " (buffered)",
 		 r->o.readers, r->map ? 1 : r->main.depth, (unsigned long long)cache_rows);
 	return 0;
 }
 
-void ple_reader_teardown(struct strata_ple_reader *r)
+void strata_ple_reader_teardown(struct strata_ple_reader *r)
 {
 	for (uint32_t i = 0; r->workers && i < r->o.readers; i++)
-		ple_worker_free(r, &r->workers[i]);
-	ple_worker_free(r, &r->main);
+		strata_ple_worker_free(r, &r->workers[i]);
+	strata_ple_worker_free(r, &r->main);
 	free(r->workers);
 	r->workers = NULL;
 	if (r->map)
 		munmap((void *)r->map, r->map_len);
 	r->map = NULL;
-	ple_cache_free(&r->cache);
+	strata_ple_cache_free(&r->cache);
 	free(r->path);
 	r->path = NULL;
 }

@@ -93,7 +93,7 @@ static inline uint32_t *map_get(struct ple_map *m, uint32_t key, int *added)
 	}
 }
 
-void ple_plan_free(struct ple_plan *p)
+void strata_ple_plan_free(struct ple_plan *p)
 {
 	free(p->rowmap.slot);
 	free(p->pagemap.slot);
@@ -114,7 +114,7 @@ void ple_plan_free(struct ple_plan *p)
 /* Hits are distinct cached rows: never more than the cache holds. */
 static uint64_t max_hits(const struct strata_ple_reader *r, uint64_t n)
 {
-	uint64_t cap = ple_cache_capacity(&r->cache);
+	uint64_t cap = strata_ple_cache_capacity(&r->cache);
 
 	return n < cap ? n : cap;
 }
@@ -148,7 +148,7 @@ static int reserve_pages(struct strata_ple_reader *r, uint64_t n_miss, uint64_t 
 	return 0;
 }
 
-int ple_plan_reserve(struct strata_ple_reader *r, size_t n_rows)
+int strata_ple_plan_reserve(struct strata_ple_reader *r, size_t n_rows)
 {
 	struct ple_plan *p = &r->plan;
 	uint64_t ppr = (r->rb + STRATA_PLE_PAGE - 2) / STRATA_PLE_PAGE + 1; /* pages a row spans */
@@ -200,8 +200,8 @@ static int plan_rows(struct strata_ple_reader *r, struct strata_ple_chunk *c)
 		v = map_get(&p->rowmap, (uint32_t)row, &added);
 		if (added) {
 			/* Unlocked: the reader threads are idle while a chunk is planned. */
-			if (ple_cache_get(&r->cache, (uint32_t)row, p->hit_bytes + p->n_hit * rb,
-					  c->seq, 0)) {
+			if (strata_ple_cache_get(&r->cache, (uint32_t)row, p->hit_bytes + p->n_hit * rb,
+						 c->seq, 0)) {
 				p->hit_pos[p->n_hit] = (uint32_t)i;
 				*v = PLE_HIT_BIT | p->n_hit++;
 				p->hits++;
@@ -277,7 +277,7 @@ static int plan_pages(struct strata_ple_reader *r)
 	return 0;
 }
 
-int ple_plan_chunk(struct strata_ple_reader *r, struct strata_ple_chunk *c)
+int strata_ple_plan_chunk(struct strata_ple_reader *r, struct strata_ple_chunk *c)
 {
 	int rc = plan_rows(r, c);
 
@@ -296,7 +296,7 @@ static void fan_out(const struct ple_plan *p, float *out, size_t rl, uint32_t fi
 		memcpy(out + (size_t)d * rl, out + (size_t)first * rl, rl * sizeof(float));
 }
 
-void ple_plan_decode_hits(struct strata_ple_reader *r, struct strata_ple_chunk *c)
+void strata_ple_plan_decode_hits(struct strata_ple_reader *r, struct strata_ple_chunk *c)
 {
 	struct ple_plan *p = &r->plan;
 	size_t rl = r->row_len;
@@ -308,7 +308,8 @@ void ple_plan_decode_hits(struct strata_ple_reader *r, struct strata_ple_chunk *
 	}
 }
 
-void ple_plan_decode_group(struct strata_ple_reader *r, struct strata_ple_chunk *c, uint32_t g)
+void strata_ple_plan_decode_group(struct strata_ple_reader *r, struct strata_ple_chunk *c,
+				  uint32_t g)
 {
 	struct ple_plan *p = &r->plan;
 	uint32_t end = (g + 1) * PLE_GROUP < p->n_miss ? (g + 1) * PLE_GROUP : p->n_miss;
@@ -319,11 +320,11 @@ void ple_plan_decode_group(struct strata_ple_reader *r, struct strata_ple_chunk 
 
 		strata_ple_decode_row(r->type, b, c->out + (size_t)p->miss_pos[u] * rl, r->row_len);
 		fan_out(p, c->out, rl, p->miss_pos[u]);
-		ple_cache_put(&r->cache, p->miss_row[u], b, c->seq);
+		strata_ple_cache_put(&r->cache, p->miss_row[u], b, c->seq);
 	}
 }
 
-void ple_plan_zero_unfinished(struct strata_ple_reader *r, struct strata_ple_chunk *c)
+void strata_ple_plan_zero_unfinished(struct strata_ple_reader *r, struct strata_ple_chunk *c)
 {
 	struct ple_plan *p = &r->plan;
 	size_t rl = r->row_len;

@@ -19,11 +19,6 @@
 #include "config/config.h"
 #include "util/log.h"
 
-/* Defined in ple_open.c. */
-int ple_reader_setup(struct strata_ple_reader *r, struct strata_registry *reg,
-		     const struct strata_ple_table *t);
-void ple_reader_teardown(struct strata_ple_reader *r);
-
 void strata_ple_opts_default(struct strata_ple_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -58,10 +53,10 @@ static void read_jobs(struct strata_ple_reader *r, struct strata_ple_chunk *c, i
 {
 	if (!batched) {
 		if (r->map)
-			ple_worker_run_mmap(&r->main);
+			strata_ple_worker_run_mmap(&r->main);
 		else
-			ple_worker_run(&r->main);
-		ple_plan_decode_hits(r, c);
+			strata_ple_worker_run(&r->main);
+		strata_ple_plan_decode_hits(r, c);
 		return;
 	}
 	pthread_mutex_lock(&r->mu);
@@ -70,7 +65,7 @@ static void read_jobs(struct strata_ple_reader *r, struct strata_ple_chunk *c, i
 	pthread_cond_broadcast(&r->cv_work);
 	pthread_mutex_unlock(&r->mu);
 	/* The hits decode here while the readers wait for the disk. */
-	ple_plan_decode_hits(r, c);
+	strata_ple_plan_decode_hits(r, c);
 	pthread_mutex_lock(&r->mu);
 	while (r->busy)
 		pthread_cond_wait(&r->cv_idle, &r->mu);
@@ -84,11 +79,11 @@ static void collect_stats(struct strata_ple_reader *r, struct strata_ple_chunk *
 	uint64_t t_sub = atomic_load(&r->t_first_sub);
 
 	memset(st, 0, sizeof(*st));
-	ple_hist_merge(&lat, &r->main.lat);
+	strata_ple_hist_merge(&lat, &r->main.lat);
 	st->reads = r->main.reads;
 	st->retries = r->main.retries;
 	for (uint32_t i = 0; i < r->o.readers; i++) {
-		ple_hist_merge(&lat, &r->workers[i].lat);
+		strata_ple_hist_merge(&lat, &r->workers[i].lat);
 		st->reads += r->workers[i].reads;
 		st->retries += r->workers[i].retries;
 	}
@@ -98,8 +93,8 @@ static void collect_stats(struct strata_ple_reader *r, struct strata_ple_chunk *
 	st->unique_misses = r->plan.n_miss;
 	st->batched = batched;
 	c->lat = lat;
-	st->read_p50_us = ple_hist_quantile(&lat, 0.50);
-	st->read_p99_us = ple_hist_quantile(&lat, 0.99);
+	st->read_p50_us = strata_ple_hist_quantile(&lat, 0.50);
+	st->read_p99_us = strata_ple_hist_quantile(&lat, 0.99);
 	c->t_sub = t_sub ? t_sub : c->t_sub;
 	st->submit_ms = ms_between(c->t_start, c->t_sub);
 	st->read_ms = ms_between(c->t_start, c->t_done);
@@ -125,23 +120,23 @@ static void process(struct strata_ple_reader *r, struct strata_ple_chunk *c)
 	atomic_store(&r->t_first_sub, 0);
 	r->err = 0;
 	r->cur = c;
-	rc = ple_plan_chunk(r, c);
-	c->t_sub = ple_now_ns(); /* until a read is queued: planning is the submit cost */
+	rc = strata_ple_plan_chunk(r, c);
+	c->t_sub = strata_now_ns(); /* until a read is queued: planning is the submit cost */
 	if (!rc) {
 		batched = r->o.readers > 0 && c->n >= r->o.batch_rows;
 		if (r->plan.n_jobs)
 			read_jobs(r, c, batched);
 		else
-			ple_plan_decode_hits(r, c);
+			strata_ple_plan_decode_hits(r, c);
 		if (atomic_load(&r->failed)) {
-			ple_plan_zero_unfinished(r, c);
+			strata_ple_plan_zero_unfinished(r, c);
 			rc = r->err;
 		}
 	} else {
 		/* Nothing was read: every row reads as zeros rather than stale floats. */
 		memset(c->out, 0, c->n * r->row_len * sizeof(float));
 	}
-	c->t_done = ple_now_ns();
+	c->t_done = strata_now_ns();
 	collect_stats(r, c, batched);
 	c->result = rc;
 	r->cur = NULL;
@@ -193,9 +188,9 @@ static void *reader_thread(void *arg)
 		seen = r->work_gen;
 		pthread_mutex_unlock(&r->mu);
 		if (r->map)
-			ple_worker_run_mmap(w);
+			strata_ple_worker_run_mmap(w);
 		else
-			ple_worker_run(w);
+			strata_ple_worker_run(w);
 		pthread_mutex_lock(&r->mu);
 		if (--r->busy == 0)
 			pthread_cond_signal(&r->cv_idle);
@@ -256,14 +251,14 @@ int strata_ple_reader_open(struct strata_registry *reg, const struct strata_ple_
 		r->o.batch_rows = 256 * STRATA_PLE_HEADS;
 	if (!r->o.timeout_ms)
 		r->o.timeout_ms = PLE_TIMEOUT_MS;
-	r->t0 = ple_now_ns();
+	r->t0 = strata_now_ns();
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_mutex_init(&r->err_mu, NULL);
 	pthread_cond_init(&r->cv_queue, NULL);
 	pthread_cond_init(&r->cv_work, NULL);
 	pthread_cond_init(&r->cv_idle, NULL);
 	pthread_cond_init(&r->cv_done, NULL);
-	rc = ple_reader_setup(r, reg, t);
+	rc = strata_ple_reader_setup(r, reg, t);
 	if (!rc && (rc = start_threads(r)))
 		strata_error("%s: cannot start the PLE reader threads: %s", t->path,
 			     strerror(-rc));
@@ -280,8 +275,8 @@ void strata_ple_reader_close(struct strata_ple_reader *r)
 	if (!r)
 		return;
 	stop_threads(r);
-	ple_reader_teardown(r);
-	ple_plan_free(&r->plan);
+	strata_ple_reader_teardown(r);
+	strata_ple_plan_free(&r->plan);
 	pthread_mutex_destroy(&r->mu);
 	pthread_mutex_destroy(&r->err_mu);
 	pthread_cond_destroy(&r->cv_queue);
@@ -353,7 +348,7 @@ int strata_ple_start(struct strata_ple_chunk *c, const uint64_t *rows, size_t n_
 	c->out = out;
 	c->result = 0;
 	c->seq = ++r->seq;
-	c->t_start = ple_now_ns();
+	c->t_start = strata_now_ns();
 	c->t_sub = c->t_done = c->t_ask = 0;
 	c->next = NULL;
 	if (r->q_tail)
@@ -418,13 +413,13 @@ int strata_ple_wait(struct strata_ple_chunk *c)
 		pthread_mutex_unlock(&r->mu);
 		return -EINVAL;
 	}
-	c->t_ask = ple_now_ns();
+	c->t_ask = strata_now_ns();
 	while (c->state != CHUNK_DONE)
 		pthread_cond_wait(&r->cv_done, &r->mu);
 	c->state = CHUNK_IDLE;
 	rc = c->result;
 	pthread_mutex_unlock(&r->mu);
-	t_ret = ple_now_ns();
+	t_ret = strata_now_ns();
 	c->st.ask_ms = ms_between(c->t_start, c->t_ask);
 	c->st.blocked_ms = ms_between(c->t_ask, t_ret);
 	log_chunk(r, c);

@@ -1,19 +1,11 @@
 /*
- * ple_stats.c - clocks, read-latency histograms and the per-chunk stats line.
+ * ple_stats.c - read-latency histograms and the per-chunk stats line.
  */
 #include "ple/ple_int.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-uint64_t ple_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * Buckets: exact microseconds below 32, then 16 buckets per power of two,
@@ -46,20 +38,20 @@ static double bucket_mid(uint32_t i)
 	return ((double)(16 + sub) + 0.5) * (double)(1ull << (e - 4));
 }
 
-void ple_hist_add(struct ple_hist *h, uint64_t ns)
+void strata_ple_hist_add(struct ple_hist *h, uint64_t ns)
 {
 	h->n[bucket_of(ns / 1000)]++;
 	h->count++;
 }
 
-void ple_hist_merge(struct ple_hist *into, const struct ple_hist *h)
+void strata_ple_hist_merge(struct ple_hist *into, const struct ple_hist *h)
 {
 	for (int i = 0; i < PLE_HIST_BUCKETS; i++)
 		into->n[i] += h->n[i];
 	into->count += h->count;
 }
 
-double ple_hist_quantile(const struct ple_hist *h, double q)
+double strata_ple_hist_quantile(const struct ple_hist *h, double q)
 {
 	uint64_t want, seen = 0;
 

@@ -20,15 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _WIN32
-#include <malloc.h> /* _aligned_malloc */
-#endif
-
 #include "config/config.h"
 #include "cpu/kernels.h"
 #include "plugin/dl.h"
 #include "strata/backend.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 #define NAME_MAX_LEN 64
 #define REASON_CAP 1024
@@ -104,28 +101,6 @@ static const char *host_config_get(const struct strata_host *host, const char *s
 	if (!rec->reg->cfg || !key)
 		return NULL;
 	return strata_config_get(rec->reg->cfg, section ? section : rec->pub.desc->name, key);
-}
-
-static void *host_aligned_alloc(size_t align, size_t size)
-{
-#ifdef _WIN32
-	return _aligned_malloc(size ? size : 1, align);
-#else
-	void *p;
-
-	if (align < sizeof(void *) || (align & (align - 1)))
-		return NULL;
-	return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
-#endif
-}
-
-static void host_aligned_free(void *p)
-{
-#ifdef _WIN32
-	_aligned_free(p);
-#else
-	free(p);
-#endif
 }
 
 /* Host version 2: a wrapper plugin loads the plugin it wraps through the registry. */
@@ -480,8 +455,8 @@ static int admit(struct strata_registry *reg, struct plugin_rec *rec, struct ref
 		.version = 3,
 		.log = host_log,
 		.config_get = host_config_get,
-		.aligned_alloc = host_aligned_alloc,
-		.aligned_free = host_aligned_free,
+		.aligned_alloc = strata_aligned_alloc,
+		.aligned_free = strata_aligned_free,
 		.core = rec,
 		.load_plugin = host_load_plugin,
 		.dequantize = host_dequantize,

@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "serve/api_int.h"
-#include "serve/buf.h"
 #include "serve/grammar.h"
 #include "serve/steer.h"
+#include "util/strbuf.h"
 
 #define MAX_STOP 16
 

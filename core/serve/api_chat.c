@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "serve/api_int.h"
-#include "serve/buf.h"
+#include "util/strbuf.h"
 
 static const char *const g_roles[] = { "system", "developer", "user", "assistant", "tool", NULL };
 

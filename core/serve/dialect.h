@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "serve/api.h"
-#include "serve/buf.h"
+#include "util/strbuf.h"
 
 struct strata_server;
 struct strata_job;

@@ -75,25 +75,9 @@ void strata_metrics_generation(struct strata_metrics *m, uint32_t n_prompt, uint
 	pthread_mutex_unlock(&m->lock);
 }
 
-static void line(struct strata_buf *out, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void line(struct strata_buf *out, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		strata_buf_add(out, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-}
-
 static void family(struct strata_buf *out, const char *name, const char *type, const char *help)
 {
-	line(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	strata_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static void render_ttft(const struct strata_metrics *m, struct strata_buf *out)
@@ -104,13 +88,14 @@ static void render_ttft(const struct strata_metrics *m, struct strata_buf *out)
 	       "Seconds from a request's arrival to its first generated token.");
 	for (size_t b = 0; b < STRATA_TTFT_BUCKETS; b++) {
 		cum += m->ttft_count[b];
-		line(out, "strata_first_token_seconds_bucket{le=\"%g\"} %llu\n", g_ttft_le[b],
-		     (unsigned long long)cum);
+		strata_buf_printf(out, "strata_first_token_seconds_bucket{le=\"%g\"} %llu\n",
+				  g_ttft_le[b], (unsigned long long)cum);
 	}
 	cum += m->ttft_count[STRATA_TTFT_BUCKETS];
-	line(out, "strata_first_token_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-	line(out, "strata_first_token_seconds_sum %.6f\n", m->ttft_sum);
-	line(out, "strata_first_token_seconds_count %llu\n", (unsigned long long)m->ttft_n);
+	strata_buf_printf(out, "strata_first_token_seconds_bucket{le=\"+Inf\"} %llu\n",
+			  (unsigned long long)cum);
+	strata_buf_printf(out, "strata_first_token_seconds_sum %.6f\n", m->ttft_sum);
+	strata_buf_printf(out, "strata_first_token_seconds_count %llu\n", (unsigned long long)m->ttft_n);
 }
 
 static void render_experts(const struct strata_metrics *m, struct strata_buf *out)
@@ -130,10 +115,10 @@ static void render_experts(const struct strata_metrics *m, struct strata_buf *ou
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		snprintf(name, sizeof(name), "strata_expert_%s_total", what[i][0]);
 		family(out, name, "counter", what[i][1]);
-		line(out, "%s %llu\n", name, (unsigned long long)v[i]);
+		strata_buf_printf(out, "%s %llu\n", name, (unsigned long long)v[i]);
 	}
 	family(out, "strata_expert_cache_slots", "gauge", "Experts the RAM cache holds.");
-	line(out, "strata_expert_cache_slots %u\n", m->xs.slots);
+	strata_buf_printf(out, "strata_expert_cache_slots %u\n", m->xs.slots);
 }
 
 void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
@@ -143,36 +128,37 @@ void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 	family(out, "strata_requests_total", "counter", "HTTP responses by status code.");
 	for (unsigned s = 100; s < 600; s++)
 		if (m->by_status[s])
-			line(out, "strata_requests_total{status=\"%u\"} %llu\n", s,
-			     (unsigned long long)m->by_status[s]);
+			strata_buf_printf(out, "strata_requests_total{status=\"%u\"} %llu\n", s,
+					  (unsigned long long)m->by_status[s]);
 	family(out, "strata_prompt_tokens_total", "counter", "Prompt tokens evaluated.");
-	line(out, "strata_prompt_tokens_total %llu\n", (unsigned long long)m->prompt_tokens);
+	strata_buf_printf(out, "strata_prompt_tokens_total %llu\n", (unsigned long long)m->prompt_tokens);
 	family(out, "strata_generated_tokens_total", "counter", "Tokens generated.");
-	line(out, "strata_generated_tokens_total %llu\n", (unsigned long long)m->gen_tokens);
+	strata_buf_printf(out, "strata_generated_tokens_total %llu\n", (unsigned long long)m->gen_tokens);
 	family(out, "strata_prompt_tokens_per_second", "gauge",
 	       "Prompt evaluation speed of the last generation.");
-	line(out, "strata_prompt_tokens_per_second %.3f\n", m->prompt_tps);
+	strata_buf_printf(out, "strata_prompt_tokens_per_second %.3f\n", m->prompt_tps);
 	family(out, "strata_decode_tokens_per_second", "gauge",
 	       "Generation speed of the last generation.");
-	line(out, "strata_decode_tokens_per_second %.3f\n", m->decode_tps);
+	strata_buf_printf(out, "strata_decode_tokens_per_second %.3f\n", m->decode_tps);
 	render_ttft(m, out);
 	family(out, "strata_checkpoint_hits_total", "counter",
 	       "Requests that resumed from a turn checkpoint instead of re-reading the prompt.");
-	line(out, "strata_checkpoint_hits_total %llu\n", (unsigned long long)m->ckpt_hits);
+	strata_buf_printf(out, "strata_checkpoint_hits_total %llu\n", (unsigned long long)m->ckpt_hits);
 	family(out, "strata_prompt_tokens_reused_total", "counter",
 	       "Prompt tokens resumed from the sequence's state, not evaluated.");
-	line(out, "strata_prompt_tokens_reused_total %llu\n", (unsigned long long)m->reused_tokens);
+	strata_buf_printf(out, "strata_prompt_tokens_reused_total %llu\n",
+			  (unsigned long long)m->reused_tokens);
 	family(out, "strata_requests_cancelled_total", "counter",
 	       "Generations stopped because the client disconnected.");
-	line(out, "strata_requests_cancelled_total %llu\n", (unsigned long long)m->cancelled);
+	strata_buf_printf(out, "strata_requests_cancelled_total %llu\n", (unsigned long long)m->cancelled);
 	pthread_mutex_unlock(&m->lock);
 	family(out, "strata_requests_failed_total", "counter",
 	       "Generations the engine failed (answered 500 with its error).");
-	line(out, "strata_requests_failed_total %llu\n", (unsigned long long)m->failed);
+	strata_buf_printf(out, "strata_requests_failed_total %llu\n", (unsigned long long)m->failed);
 	if (m->experts)
 		render_experts(m, out);
 	family(out, "strata_queue_waiting", "gauge", "Requests waiting for the engine.");
-	line(out, "strata_queue_waiting %u\n", queued);
+	strata_buf_printf(out, "strata_queue_waiting %u\n", queued);
 	family(out, "strata_busy", "gauge", "1 while a generation runs.");
-	line(out, "strata_busy %d\n", busy ? 1 : 0);
+	strata_buf_printf(out, "strata_busy %d\n", busy ? 1 : 0);
 }

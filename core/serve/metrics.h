@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "serve/buf.h"
+#include "util/strbuf.h"
 #include "strata.h"
 
 #define STRATA_TTFT_BUCKETS 12

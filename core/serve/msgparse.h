@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "serve/buf.h"
+#include "util/strbuf.h"
 
 struct cJSON;
 

@@ -16,14 +16,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 
 double strata_serve_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return (double)strata_now_ns() / 1e6;
 }
 
 struct strata_job *strata_job_new(struct strata_api_req *req, int32_t *tokens, uint32_t n_tokens)

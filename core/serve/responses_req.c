@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "serve/api_int.h"
-#include "serve/buf.h"
+#include "util/strbuf.h"
 
 static const char *const g_fields[] = {
 	"model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools",

@@ -21,6 +21,7 @@ struct strata_route {
 	const char *path;
 	const char *method;
 	strata_route_fn fn;
+	int open; /* answered without the API key (liveness probes, as llama-server) */
 };
 
 enum MHD_Result strata_route_chat(struct strata_server *s, struct MHD_Connection *conn,

@@ -12,7 +12,7 @@
 
 #include "serve/access.h"
 #include "serve/api.h"
-#include "serve/buf.h"
+#include "util/strbuf.h"
 #include "serve/chat.h"
 #include "serve/metrics.h"
 #include "serve/msgparse.h"

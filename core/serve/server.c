@@ -31,19 +31,19 @@ struct conn_ctx {
 };
 
 static const struct strata_route g_routes[] = {
-	{ "/v1/chat/completions", "POST", strata_route_chat },
-	{ "/v1/completions", "POST", strata_route_completion },
-	{ "/v1/messages", "POST", strata_route_messages },
-	{ "/v1/responses", "POST", strata_route_responses },
-	{ "/v1/messages/count_tokens", "POST", strata_route_count_tokens },
-	{ "/apply-template", "POST", strata_route_apply_template },
-	{ "/tokenize", "POST", strata_route_tokenize },
-	{ "/detokenize", "POST", strata_route_detokenize },
-	{ "/props", "GET", strata_route_props },
-	{ "/v1/models", "GET", strata_route_models },
-	{ "/health", "GET", strata_route_health },
-	{ "/v1/health", "GET", strata_route_health },
-	{ "/metrics", "GET", strata_route_metrics },
+	{ "/v1/chat/completions", "POST", strata_route_chat, 0 },
+	{ "/v1/completions", "POST", strata_route_completion, 0 },
+	{ "/v1/messages", "POST", strata_route_messages, 0 },
+	{ "/v1/responses", "POST", strata_route_responses, 0 },
+	{ "/v1/messages/count_tokens", "POST", strata_route_count_tokens, 0 },
+	{ "/apply-template", "POST", strata_route_apply_template, 0 },
+	{ "/tokenize", "POST", strata_route_tokenize, 0 },
+	{ "/detokenize", "POST", strata_route_detokenize, 0 },
+	{ "/props", "GET", strata_route_props, 0 },
+	{ "/v1/models", "GET", strata_route_models, 1 },
+	{ "/health", "GET", strata_route_health, 1 },
+	{ "/v1/health", "GET", strata_route_health, 1 },
+	{ "/metrics", "GET", strata_route_metrics, 0 },
 };
 
 /* Compare without an early exit, so the time taken says nothing about the key. */
@@ -158,10 +158,10 @@ static enum MHD_Result first_call(struct strata_server *s, struct MHD_Connection
 		return preflight(s, conn);
 	if (strata_static_route(url)) /* the pages themselves need no key: they ask for it */
 		return strata_static_reply(s, conn, url, method);
-	if (!authorized(s, conn))
+	c->route = find_route(url, method, &other);
+	if (!(c->route && c->route->open) && !authorized(s, conn))
 		return strata_reply_error(s, conn, 401, "invalid or missing API key: send "
 					  "'Authorization: Bearer KEY'", NULL);
-	c->route = find_route(url, method, &other);
 	if (!c->route && other) {
 		snprintf(msg, sizeof(msg), "%s takes %s, not %s", url, other->method, method);
 		return strata_reply_error(s, conn, 405, msg, other->method);

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "serve/buf.h"
+#include "util/strbuf.h"
 
 struct strata_textout {
 	char *const *stop;        /* borrowed: n_stop non-empty strings */

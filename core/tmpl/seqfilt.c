@@ -48,6 +48,8 @@ int tmpl_sort(struct tctx *c, struct tval *v, struct tval *keys, uint32_t n, int
 	uint32_t *tmp = ta_alloc(c->a, (n + 1) * sizeof(*tmp));
 	struct tval *copy = ta_alloc(c->a, (n + 1) * sizeof(*copy));
 
+	if (n == 0) /* an empty list: v may be NULL */
+		return 0;
 	if (!idx || !tmp || !copy)
 		return toom(c);
 	for (uint32_t i = 0; i < n; i++)

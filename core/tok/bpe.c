@@ -1,8 +1,10 @@
 /*
  * bpe.c - the byte-level BPE (tokenizer.ggml.model = "gpt2") back end.
  *
- * As GPT-2 and llama.cpp's llm_tokenizer_bpe: the pre-tokenizer named by
- * tokenizer.ggml.pre (pretok.c) cuts a fragment into words; each byte of a
+ * As GPT-2 and llama.cpp's llm_tokenizer_bpe: the fragment is read as
+ * llama.cpp reads UTF-8 (utf8.c: bytes that decode to nothing become U+FFFD,
+ * overlong forms their shortest form), the pre-tokenizer named by
+ * tokenizer.ggml.pre (pretok.c) cuts it into words; each byte of a
  * word stands for one character of GPT-2's bytes-to-unicode alphabet (the
  * printable Latin-1 bytes for themselves, the others for U+0100 onwards), and
  * the adjacent pair with the lowest merge rank (tokenizer.ggml.merges order)
@@ -16,8 +18,8 @@
  * A byte whose character is not in the vocabulary becomes the unknown token,
  * or is dropped when there is none (llama.cpp and Hugging Face do the same).
  * Detokenising maps each character of a token's text back to its byte.
- * Hugging Face's clean_up_tokenization_spaces is not applied: text comes
- * back byte for byte.
+ * Hugging Face's clean_up_tokenization_spaces is not applied: valid UTF-8
+ * comes back byte for byte.
  */
 #include "tok/tok_impl.h"
 
@@ -434,17 +436,24 @@ static int bpe_encode(const struct strata_tokenizer *t, const char *text, size_t
 	const struct bpe_state *st = t->model_state;
 	struct strata_tok_spans words = { NULL, 0, 0 };
 	struct scratch w = { 0 };
+	char *copy;
 	int rc;
 
 	(void)after_special;
 	if (len > MAX_FRAGMENT)
 		return -EOVERFLOW;
-	rc = strata_pretok_split(st->pre, text, len, &words);
+	/* Invalid UTF-8 becomes U+FFFD first, as in llama.cpp (utf8.c). */
+	rc = strata_tok_utf8_llama(text, len, &text, &len, &copy);
+	if (rc == 0 && len > MAX_FRAGMENT)
+		rc = -EOVERFLOW;
+	if (rc == 0)
+		rc = strata_pretok_split(st->pre, text, len, &words);
 	for (size_t i = 0; i < words.n && rc >= 0; i++)
 		rc = encode_word(t, st, (const unsigned char *)text + words.v[i].off,
 				 (int32_t)words.v[i].len, &w, out);
 	scratch_free(&w);
 	free(words.v);
+	free(copy);
 	return rc < 0 ? rc : 0;
 }
 

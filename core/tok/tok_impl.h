@@ -163,6 +163,22 @@ int strata_pretok_split(const struct strata_pretok *p, const char *text, size_t 
 			struct strata_tok_spans *out);
 
 /*
+ * The code point at text[*i] (*i < n) as llama.cpp decodes UTF-8 (utf8.c: a
+ * lead byte with its continuation bytes gives its value, overlong or not;
+ * anything else is U+FFFD, one byte), and *i moved past it.
+ */
+uint32_t strata_tok_utf8_next(const char *text, size_t n, size_t *i);
+
+/*
+ * text[0..len) decoded that way and encoded again (shortest forms, U+FFFD for
+ * what did not decode and for values past U+10FFFF): what llama.cpp's
+ * byte-level BPE tokenizes.  *out is text itself when nothing changes, else
+ * a malloc'd copy also in *copy (free it; NULL otherwise).  0 or -ENOMEM.
+ */
+int strata_tok_utf8_llama(const char *text, size_t len, const char **out, size_t *out_len,
+			  char **copy);
+
+/*
  * Fill everything but the model state from g's tokenizer.* keys (t->model
  * already chosen).  Logs one error naming the file on failure.
  */

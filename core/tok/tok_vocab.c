@@ -321,7 +321,9 @@ static void force_control(struct strata_tokenizer *t, int32_t id)
 
 static const char *const eot_texts[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-	"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<end_of_utterance>", NULL
+	"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
+	"<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence" "\xEF\xBD\x9C>", /* DeepSeek */
+	"<end_of_utterance>", NULL
 };
 static const char *const eom_texts[] = { "<|eom_id|>", NULL };
 static const char *const fim_pre_texts[] = {
@@ -344,15 +346,18 @@ static const char *const fim_rep_texts[] = {
 };
 static const char *const fim_sep_texts[] = { "<|file_sep|>", NULL };
 /*
- * llama.cpp's end-of-generation texts.  It also lists "</s>" (for one OCR
- * model); that is left out here because it would turn the user-defined "</s>"
- * of SentencePiece vocabs such as phi-3 into a control token.
+ * llama.cpp's end-of-generation texts (llama-vocab.cpp of de3ff815), made
+ * control tokens.  "</s>" is one: in phi-3's SentencePiece vocab the
+ * user-defined "</s>" so becomes control, and text that spells it is not
+ * read as the token unless special tokens are parsed (as in llama.cpp).
  */
 static const char *const eog_texts[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
-	"<|calls|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
-	"[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>",
-	"<|tool_response>", NULL
+	"<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>",
+	"_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>",
+	"<turn|>", "<|tool_response>",
+	"<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence" "\xEF\xBD\x9C>", /* deepseek-ocr */
+	"[e~[", NULL
 };
 /* gpt-oss: tokens llama.cpp always renders, as user-defined. */
 static const char *const harmony_user_texts[] = {
@@ -386,8 +391,8 @@ static void detect_by_text(struct strata_tokenizer *t)
 static void mark_eog(struct strata_tokenizer *t)
 {
 	const int32_t by_id[] = { t->fim_pad, t->fim_rep, t->fim_sep, t->eos, t->eot, t->eom };
-	int32_t end = -1;
-	int has_return = 0, has_call = 0, has_flush = 0;
+	int32_t end = -1, eos_s = -1;
+	int has_return = 0, has_call = 0, has_flush = 0, has_tool_response = 0;
 
 	for (const char *const *s = eog_texts; *s; s++) {
 		int32_t id = strata_tok_lookup(t, *s, strlen(*s));
@@ -414,13 +419,21 @@ static void mark_eog(struct strata_tokenizer *t)
 		has_return |= strcmp(s, "<|return|>") == 0;
 		has_call |= strcmp(s, "<|call|>") == 0 || strcmp(s, "<|calls|>") == 0;
 		has_flush |= strcmp(s, "<|flush|>") == 0;
+		has_tool_response |= strcmp(s, "<|tool_response>") == 0;
 		if (strcmp(s, "<|end|>") == 0)
 			end = id;
+		if (strcmp(s, "</s>") == 0)
+			eos_s = id;
 	}
 	/* gpt-oss and solar-open end a message, not the turn, with <|end|>. */
 	if (end >= 0 && has_call && (has_return || has_flush)) {
 		t->eog[end] = 0;
 		t->attr[end] = STRATA_TOKEN_ATTR_USER_DEFINED;
+	}
+	/* gemma4 and paddleocr: "</s>" is an ordinary token there. */
+	if (eos_s >= 0 && has_tool_response) {
+		t->eog[eos_s] = 0;
+		t->attr[eos_s] = STRATA_TOKEN_ATTR_NORMAL;
 	}
 }
 

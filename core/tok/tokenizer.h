@@ -6,12 +6,14 @@
  * with merge ranks, its pre-tokenizer chosen by tokenizer.ggml.pre: gpt-2,
  * llama3/llama-bpe, qwen2, deepseek-llm, deepseek-coder, falcon, starcoder,
  * refact, mpt, default and llama.cpp's aliases of those) and "bert"
- * (WordPiece, Hugging Face's BERT normaliser: lowercase, accents stripped).
+ * (WordPiece with llama.cpp's version of BERT's normaliser: lowercase,
+ * accents stripped).
  *
  * Behaviour follows llama.cpp's vocabulary code, so ids agree with a model
  * converted for llama.cpp: the same special-token partition, the same
- * per-model attribute fix-ups (EOG detection by text, phi-3 RSTRIP) and the
- * same piece rules.  A loaded tokenizer is immutable: every function below may
+ * per-model attribute fix-ups (EOG detection by text, phi-3 RSTRIP), the
+ * same reading of invalid UTF-8 and the same piece rules (checked against
+ * llama.cpp on tests/vocab/corpus.inp).  A loaded tokenizer is immutable: every function below may
  * be called from several threads at once.
  */
 #ifndef STRATA_TOKENIZER_H
@@ -118,7 +120,8 @@ const char *strata_token_text(const struct strata_tokenizer *t, int32_t id);
  * -EOVERFLOW past INT_MAX bytes.  As llama.cpp's llama_detokenize: when the
  * vocab adds a space prefix, the leading space of the first piece is dropped,
  * unless REMOVE_SPECIAL dropped a leading BOS (then the text after a BOS keeps
- * its space), so detokenize(tokenize(s)) == s for text tokenized without BOS.
+ * its space), so detokenize(tokenize(s)) == s for text tokenized without BOS
+ * (byte-level BPE: for valid UTF-8; invalid bytes were read as U+FFFD).
  * Unlike llama.cpp, byte-level BPE vocabs get no clean_up_tokenization_spaces
  * pass (" ," -> ","): that would break the round trip.
  */

@@ -1,25 +1,28 @@
 /*
  * wpm.c - the WordPiece (tokenizer.ggml.model = "bert") back end.
  *
- * As Hugging Face's BertNormalizer + BertPreTokenizer + WordPiece, in
- * llama.cpp's layout (llm_tokenizer_wpm): control characters, NUL and U+FFFD
- * are dropped; with strip_accents every character is decomposed (canonical
- * NFD) and its nonspacing marks (Mn) dropped; with lowercase it is lowered;
- * whitespace ends a word, and punctuation (Unicode P, or ASCII symbols) and
- * CJK ideographs are words of their own.  Each word, prefixed with "▁" (the
- * GGUF converter writes word-initial pieces as "▁piece" and "##piece" as
- * "piece"), is cut greedily into the longest vocabulary tokens; a word with
- * a position no token matches becomes the unknown token.
+ * As llama.cpp's llm_tokenizer_wpm, id for id (tests/vocab/corpus.inp):
+ * the text is decoded as llama.cpp decodes UTF-8 (utf8.c), control
+ * characters (Unicode Cc, Cf, Co, Cs: not unassigned ones), NUL and U+FFFD
+ * are dropped; with strip_accents each character is replaced by the first
+ * code point of its canonical decomposition (llama.cpp's NFD table keeps
+ * only that, so a Hangul syllable becomes its leading jamo) and marks (Mn,
+ * Mc, Me) are dropped; with lowercase it is lowered; whitespace ends a word,
+ * and punctuation (Unicode P, or ASCII symbols) and CJK ideographs are words
+ * of their own.  Each word, prefixed with "▁" (the GGUF converter writes
+ * word-initial pieces as "▁piece" and "##piece" as "piece"), is cut greedily
+ * into the longest vocabulary tokens; a word with a position no token matches
+ * becomes the unknown token.  (Hugging Face's BertNormalizer decomposes
+ * fully and drops only Mn; llama.cpp's simplification is followed so that
+ * the ids are llama.cpp's.)
  *
  * Unicode data (categories, decompositions, case) comes from utf8proc.
- * Where llama.cpp approximates Hugging Face, Hugging Face is followed: full
- * decompositions (Hangul syllables into jamo) and only Mn marks dropped.
- * Invalid UTF-8 reads as U+FFFD, so it is dropped too.
  */
 #include "tok/tok_impl.h"
 
 #include "gguf/gguf.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -61,53 +64,35 @@ static int is_punct(int32_t c)
 	return c < 0x7F && k >= UTF8PROC_CATEGORY_SM && k <= UTF8PROC_CATEGORY_SO;
 }
 
+/* llama.cpp's \p{C} less Cn: control, format, surrogate, private use. */
 static int is_control(int32_t c)
+{
+	return utf8proc_category(c) >= UTF8PROC_CATEGORY_CC;
+}
+
+static int is_mark(int32_t c)
 {
 	utf8proc_category_t k = utf8proc_category(c);
 
-	return k == UTF8PROC_CATEGORY_CN || k >= UTF8PROC_CATEGORY_CC;
+	return k >= UTF8PROC_CATEGORY_MN && k <= UTF8PROC_CATEGORY_ME;
 }
 
-/* Next code point of s[*i..n); invalid or truncated UTF-8 reads as U+FFFD (one byte). */
-static int32_t next_cp(const unsigned char *s, size_t n, size_t *i)
+/* Append c to the word (the builder's memory: -ENOMEM once it cannot grow). */
+static int word_put(struct strata_buf *w, int32_t c)
 {
-	utf8proc_int32_t c;
-	utf8proc_ssize_t k = utf8proc_iterate(s + *i, (utf8proc_ssize_t)(n - *i), &c);
+	int rc = strata_buf_reserve(w, 4);
 
-	if (k <= 0) {
-		*i += 1;
-		return 0xFFFD;
-	}
-	*i += (size_t)k;
-	return c;
-}
-
-/* A growable byte buffer for the current word. */
-struct word {
-	char *s;
-	size_t n, cap;
-};
-
-static int word_put(struct word *w, int32_t c)
-{
-	if (w->cap - w->n < 4) {
-		size_t cap = w->cap ? 2 * w->cap : 256;
-		char *s = realloc(w->s, cap);
-
-		if (!s)
-			return -ENOMEM;
-		w->s = s;
-		w->cap = cap;
-	}
-	w->n += (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)w->s + w->n);
+	if (rc)
+		return rc;
+	w->len += (size_t)utf8proc_encode_char(c, (utf8proc_uint8_t *)w->p + w->len);
 	return 0;
 }
 
 /* Longest-match-first over "▁word"; the unknown token when a position matches nothing. */
 static int emit_word(const struct strata_tokenizer *t, const struct wpm_state *st,
-		     struct word *w, struct strata_tok_ids *out)
+		     struct strata_buf *w, struct strata_tok_ids *out)
 {
-	size_t mark = out->n, n = w->n;
+	size_t mark = out->n, n = w->len;
 	int rc = 0;
 
 	if (n == PHANTOM_LEN)
@@ -117,7 +102,7 @@ static int emit_word(const struct strata_tokenizer *t, const struct wpm_state *s
 		int32_t id = -1;
 
 		for (; j > i; j--) {
-			id = strata_tok_lookup(t, w->s + i, j - i);
+			id = strata_tok_lookup(t, w->p + i, j - i);
 			if (id >= 0)
 				break;
 		}
@@ -130,13 +115,13 @@ static int emit_word(const struct strata_tokenizer *t, const struct wpm_state *s
 	}
 	if (rc == 0 && out->n == mark)
 		rc = t->unk >= 0 ? strata_tok_ids_push(out, t->unk) : 0;
-	w->n = PHANTOM_LEN;
+	w->len = PHANTOM_LEN;
 	return rc;
 }
 
 /* One normalised character: end the word, join it, or stand alone. */
 static int add_char(const struct strata_tokenizer *t, const struct wpm_state *st, int32_t c,
-		    struct word *w, struct strata_tok_ids *out)
+		    struct strata_buf *w, struct strata_tok_ids *out)
 {
 	int rc;
 
@@ -144,7 +129,7 @@ static int add_char(const struct strata_tokenizer *t, const struct wpm_state *st
 		return emit_word(t, st, w, out);
 	if (c == 0 || c == 0xFFFD || is_control(c))
 		return 0;
-	if (st->strip_accents && utf8proc_category(c) == UTF8PROC_CATEGORY_MN)
+	if (st->strip_accents && is_mark(c))
 		return 0;
 	if (!is_punct(c) && !is_cjk(c))
 		return word_put(w, st->lowercase ? utf8proc_tolower(c) : c);
@@ -158,28 +143,23 @@ static int wpm_encode(const struct strata_tokenizer *t, const char *text, size_t
 		      int after_special, struct strata_tok_ids *out)
 {
 	const struct wpm_state *st = t->model_state;
-	const unsigned char *s = (const unsigned char *)text;
-	struct word w = { NULL, 0, 0 };
+	struct strata_buf w = { 0 };
 	int rc = word_put(&w, 0x2581);
 
 	(void)after_special;
 	for (size_t i = 0; i < len && rc == 0;) {
-		int32_t c = next_cp(s, len, &i), d[16];
-		utf8proc_ssize_t nd = 1;
+		uint32_t u = strata_tok_utf8_next(text, len, &i);
+		int32_t c = u > 0x10FFFF ? 0xFFFD : (int32_t)u, d[16];
 
-		d[0] = c;
-		if (st->strip_accents && c != 0xFFFD)
-			nd = utf8proc_decompose_char(c, d, 16, UTF8PROC_DECOMPOSE, NULL);
-		if (nd < 1 || nd > 16) {
-			d[0] = c;
-			nd = 1;
-		}
-		for (utf8proc_ssize_t k = 0; k < nd && rc == 0; k++)
-			rc = add_char(t, st, d[k], &w, out);
+		/* The first code point of the canonical decomposition, as llama.cpp's table. */
+		if (st->strip_accents && c != 0xFFFD &&
+		    utf8proc_decompose_char(c, d, 16, UTF8PROC_DECOMPOSE, NULL) >= 1)
+			c = d[0];
+		rc = add_char(t, st, c, &w, out);
 	}
 	if (rc == 0)
 		rc = emit_word(t, st, &w, out);
-	free(w.s);
+	strata_buf_free(&w);
 	return rc;
 }
 

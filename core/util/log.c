@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 static atomic_int g_level = STRATA_LOG_LVL_INFO;
 
@@ -68,4 +69,22 @@ void strata_log(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	strata_logv(level, fmt, ap);
 	va_end(ap);
+}
+
+void strata_log_progress(int last, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	if (STRATA_LOG_LVL_INFO > atomic_load(&g_level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (g_sink) {
+		g_sink(g_sink_user, STRATA_LOG_LVL_PROGRESS, line);
+		return;
+	}
+	if (isatty(2))
+		fprintf(stderr, "\rstrata: %s%s", line, last ? "\n" : "");
 }

@@ -16,6 +16,7 @@ enum {
 	STRATA_LOG_LVL_WARN = 1,
 	STRATA_LOG_LVL_INFO = 2,
 	STRATA_LOG_LVL_DEBUG = 3,
+	STRATA_LOG_LVL_PROGRESS = 4, /* what a sink is handed for strata_log_progress() lines */
 };
 
 /* Messages above this level are dropped (default: INFO). */
@@ -40,6 +41,17 @@ void strata_log_clear_error(void);
 
 void strata_logv(int level, const char *fmt, va_list ap);
 void strata_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * A progress line of a long task ("loading FILE: 42% (...)"), each one
+ * replacing the one before; the caller limits how often it reports.  Passes
+ * the level filter as INFO.  With a sink the sink gets it (level
+ * STRATA_LOG_LVL_PROGRESS); otherwise it is drawn on stderr when that is a
+ * terminal ("\r", and a newline after the line with last set) and dropped
+ * when it is not.
+ */
+void strata_log_progress(int last, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #define strata_error(...) strata_log(STRATA_LOG_LVL_ERROR, __VA_ARGS__)
