@@ -43,9 +43,18 @@ stage() {
   return $rc
 }
 
+# "AMD EPYC 9R14 96-Core Processor, avx512": the figures depend on both.
+cpu_line() {
+  local model isa=scalar
+  model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
+  if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then isa=avx512
+  elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then isa=avx2; fi
+  echo "${model:-unknown CPU}, $isa, $(nproc) CPUs"
+}
+
 summary() {
   local t
-  echo "== test.sh: wall time per stage"
+  echo "== test.sh: wall time per stage ($(cpu_line))"
   for t in "${timings[@]}"; do echo "   $t"; done
 }
 
@@ -75,6 +84,7 @@ slowest() {
         timeout[name] = to
       }
       END {
+        RS = "\n" # getline reads the log with RS too
         while ((getline line < logf) > 0)
           if (match(line, /Test +#[0-9]+: [^ ]+ [.]* *Passed +[0-9.]+ sec/)) {
             nf = split(substr(line, RSTART, RLENGTH), f, " ")
