@@ -25,42 +25,29 @@
 #include "serve/serve.h"
 #include "serve/textout.h"
 #include "strata.h"
+#include "serveutil.h"
 #include "testutil.h"
 
 static const char *g_model;
-static struct strata_engine *g_eng;
-static struct strata_server *g_srv;
-static int g_port;
+static struct test_server g_ts;
 
 /* ---- the server under test ------------------------------------------------------ */
 
 /* Start a server on stories260K with strata.ini's settings plus extra flags. */
 static void start_server(const char *const *extra, int n_extra)
 {
-	const char *argv[32] = { "strata", "-c", "strata.ini", "-m", g_model, "--plugin-dir",
-				 STRATA_PLUGIN_DIR, "-t", "1", "--port", "0" };
-	int argc = 11;
-
-	for (int i = 0; i < n_extra; i++)
-		argv[argc++] = extra[i];
-	ck_assert_int_eq(strata_engine_create_args(argc, (char **)argv, &g_eng), 0);
-	ck_assert_int_eq(strata_serve_start(g_eng, &g_srv), 0);
-	g_port = strata_serve_port(g_srv);
-	ck_assert_int_gt(g_port, 0);
+	test_server_start(&g_ts, g_model, extra, n_extra);
 }
 
 static void stop_server(void)
 {
-	strata_serve_stop(g_srv);
-	strata_engine_free(g_eng);
-	g_srv = NULL;
-	g_eng = NULL;
+	test_server_stop(&g_ts);
 }
 
 static void http(const char *method, const char *path, const char *hdrs, const char *body,
 		 struct resp *r)
 {
-	http_call(g_port, method, path, hdrs, body, r);
+	http_call(g_ts.port, method, path, hdrs, body, r);
 }
 
 
@@ -225,22 +212,22 @@ START_TEST(engine_cancel)
 	int32_t *ids;
 	int n;
 
-	ck_assert_int_eq(strata_engine_create_args(9, (char **)argv, &g_eng), 0);
-	n = strata_engine_tokenize(g_eng, "Once upon a time", 16, STRATA_TOKENIZE_ADD_BOS, &ids);
+	ck_assert_int_eq(strata_engine_create_args(9, (char **)argv, &g_ts.eng), 0);
+	n = strata_engine_tokenize(g_ts.eng, "Once upon a time", 16, STRATA_TOKENIZE_ADD_BOS, &ids);
 	ck_assert_int_gt(n, 1);
-	strata_engine_gen_defaults(g_eng, &p);
+	strata_engine_gen_defaults(g_ts.eng, &p);
 	p.n_predict = 50;
 	p.temp = 0;
-	ck_assert_int_eq(strata_generate_ex(g_eng, ids, (uint32_t)n, &p, count_token, NULL, &st), 50);
+	ck_assert_int_eq(strata_generate_ex(g_ts.eng, ids, (uint32_t)n, &p, count_token, NULL, &st), 50);
 	ck_assert_uint_eq(st.finish, STRATA_FINISH_LENGTH);
 	ck_assert_uint_eq(st.n_reused, 0);
 	g_seen = 0;
 	p.cancel = cancel_after_3;
-	ck_assert_int_eq(strata_generate_ex(g_eng, ids, (uint32_t)n, &p, count_token, NULL, &st),
+	ck_assert_int_eq(strata_generate_ex(g_ts.eng, ids, (uint32_t)n, &p, count_token, NULL, &st),
 			 -ECANCELED);
 	ck_assert_int_eq(g_seen, 3);
 	free(ids);
-	strata_engine_free(g_eng);
+	strata_engine_free(g_ts.eng);
 }
 END_TEST
 
@@ -570,7 +557,7 @@ START_TEST(body_too_large)
 
 	start_server(NULL, 0);
 	/* 50 MB declared: refused from the headers, before any of the body is read or sent. */
-	fd = connect_port(g_port);
+	fd = connect_port(g_ts.port);
 	ck_assert_int_eq(send_all(fd, head, strlen(head)), 0);
 	ck_assert_int_eq(send_all(fd, "{\"prompt\":\"", 11), 0);
 	read_to_eof(fd, &raw);
@@ -580,7 +567,7 @@ START_TEST(body_too_large)
 	resp_free(&r);
 	strata_buf_free(&raw);
 	/* No length given (chunked): 2 MiB is read and dropped past the 1 MiB limit. */
-	fd = connect_port(g_port);
+	fd = connect_port(g_ts.port);
 	head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
 	       "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
 	ck_assert_int_eq(send_all(fd, head, strlen(head)), 0);
@@ -695,7 +682,7 @@ static int open_long_stream(void)
 {
 	struct strata_buf raw = { 0 };
 	double t0 = now_ms();
-	int fd = connect_port(g_port);
+	int fd = connect_port(g_ts.port);
 
 	send_req(fd, "POST", CMPL, NULL, "{\"prompt\":\"Once upon a time\",\"temperature\":0,"
 		 "\"stream\":true}");
@@ -738,7 +725,7 @@ START_TEST(disconnect_mid_stream)
 	ck_assert_int_eq(r.status, 200);
 	resp_free(&r);
 	/* A client that leaves a non-streamed request also stops it. */
-	fd = connect_port(g_port);
+	fd = connect_port(g_ts.port);
 	send_req(fd, "POST", CMPL, NULL, "{\"prompt\":\"Once upon a time\",\"temperature\":0}");
 	while (metric("strata_busy") == 0) {
 		ck_assert_msg(now_ms() - t0 < DEADLINE_MS, "the request never started");
@@ -765,7 +752,7 @@ START_TEST(fifty_clients)
 	memset(raw, 0, sizeof(raw));
 	memset(over, 0, sizeof(over));
 	for (int i = 0; i < N; i++) {
-		fd[i] = connect_port(g_port);
+		fd[i] = connect_port(g_ts.port);
 		send_req(fd[i], "POST", i % 2 ? CMPL : CHAT, NULL, i % 2 ?
 			 "{\"prompt\":\"Once\",\"max_tokens\":4}" :
 			 "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":4}");
@@ -838,7 +825,7 @@ START_TEST(cli_serve)
 		if (err.p && (p = strstr(err.p, "http://127.0.0.1:")) && strchr(p, '\n'))
 			port = atoi(p + 17);
 	}
-	g_port = port;
+	g_ts.port = port;
 	assert_healthy();
 	http("POST", CMPL, NULL, "{\"prompt\":\"Once\",\"max_tokens\":3}", &r);
 	ck_assert_int_eq(r.status, 200);
@@ -857,14 +844,10 @@ int main(void)
 	TCase *unit = tcase_create("unit"), *tc = tcase_create("server");
 	int rc;
 
-	g_model = tu_shared("models/stories260K.gguf");
+	g_model = test_server_model(); /* a copy; NULL after a SKIP line */
 	tcase_add_test(unit, textout_filter);
 	suite_add_tcase(su, unit);
 	if (g_model) {
-		static char model[4096];
-
-		snprintf(model, sizeof(model), "%s", g_model); /* tu_shared's buffer is reused */
-		g_model = model;
 		tcase_set_timeout(tc, 600);
 		tcase_add_test(tc, engine_cancel);
 		tcase_add_test(tc, greedy_matches_cli);
@@ -882,10 +865,5 @@ int main(void)
 	rc = tu_srunner_run(srunner_create(su));
 	if (rc)
 		return rc;
-	if (!g_model) {
-		printf("SKIP: test data ../shared/models/stories260K.gguf is absent "
-		       "(the server tests need it)\n");
-		return STRATA_TEST_SKIP;
-	}
-	return 0;
+	return g_model ? 0 : STRATA_TEST_SKIP;
 }

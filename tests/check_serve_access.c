@@ -16,30 +16,20 @@
 #include "httpc.h"
 #include "serve/serve.h"
 #include "strata.h"
+#include "serveutil.h"
 #include "testutil.h"
 
 static const char *g_model;
-static struct strata_engine *g_eng;
-static struct strata_server *g_srv;
-static int g_port;
+static struct test_server g_ts;
 
 static void start_server(const char *const *extra, int n)
 {
-	const char *argv[24] = { "strata", "-c", "strata.ini", "-m", g_model, "--plugin-dir",
-				 STRATA_PLUGIN_DIR, "-t", "1", "--port", "0" };
-	int argc = 11;
-
-	for (int i = 0; i < n; i++)
-		argv[argc++] = extra[i];
-	ck_assert_int_eq(strata_engine_create_args(argc, (char **)argv, &g_eng), 0);
-	ck_assert_int_eq(strata_serve_start(g_eng, &g_srv), 0);
-	g_port = strata_serve_port(g_srv);
+	test_server_start(&g_ts, g_model, extra, n);
 }
 
 static void stop_server(void)
 {
-	strata_serve_stop(g_srv);
-	strata_engine_free(g_eng);
+	test_server_stop(&g_ts);
 }
 
 /* A request with our own Host and headers (each line ending \r\n); the answer in *r. */
@@ -48,7 +38,7 @@ static void raw(const char *method, const char *path, const char *host, const ch
 {
 	struct strata_buf in = { 0 };
 	char head[2048];
-	int fd = connect_port(g_port);
+	int fd = connect_port(g_ts.port);
 
 	snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%s"
 		 "Content-Length: %zu\r\n\r\n%s", method, path, host, hdrs ? hdrs : "",
@@ -79,7 +69,7 @@ START_TEST(no_key_guard)
 	struct resp r;
 
 	start_server(NULL, 0);
-	snprintf(self, sizeof(self), "127.0.0.1:%d", g_port);
+	snprintf(self, sizeof(self), "127.0.0.1:%d", g_ts.port);
 	ck_assert_int_eq(status("GET", "/health", self, NULL), 200);
 	ck_assert_int_eq(status("GET", "/health", "localhost", NULL), 200);
 	ck_assert_int_eq(status("GET", "/health", "[::1]:8080", NULL), 200);
@@ -172,7 +162,7 @@ START_TEST(retry_after)
 
 	start_server(extra, 2);
 	/* a long stream holds the engine; wait until its first token is out */
-	fd = connect_port(g_port);
+	fd = connect_port(g_ts.port);
 	send_req(fd, "POST", "/v1/completions", NULL, "{\"prompt\":\"Once\",\"max_tokens\":1500,"
 		 "\"stream\":true}");
 	while (!got.p || !strstr(got.p, "data: "))
@@ -228,15 +218,9 @@ int main(void)
 {
 	Suite *su = suite_create("serve_access");
 	TCase *tc = tcase_create("access");
-	static char model[4096];
 
-	g_model = tu_shared("models/stories260K.gguf");
-	if (!g_model) {
-		printf("SKIP: test data ../shared/models/stories260K.gguf is absent\n");
+	if (!(g_model = test_server_model()))
 		return STRATA_TEST_SKIP;
-	}
-	snprintf(model, sizeof(model), "%s", g_model);
-	g_model = model;
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, no_key_guard);
 	tcase_add_test(tc, cors);

@@ -19,39 +19,21 @@
 #include "serve/chat.h"
 #include "serve/serve.h"
 #include "strata.h"
+#include "serveutil.h"
 #include "testutil.h"
 
 static const char *g_model;
-static struct strata_engine *g_eng;
-static struct strata_server *g_srv;
-static int g_port;
+static struct test_server g_ts;
 
 /* Start a server on stories260K with extra flags; returns strata_serve_start's rc. */
 static int start_server(const char *const *extra, int n_extra)
 {
-	const char *argv[32] = { "strata", "-c", "strata.ini", "-m", g_model, "--plugin-dir",
-				 STRATA_PLUGIN_DIR, "-t", "1", "--port", "0" };
-	int argc = 11, rc;
-
-	for (int i = 0; i < n_extra; i++)
-		argv[argc++] = extra[i];
-	ck_assert_int_eq(strata_engine_create_args(argc, (char **)argv, &g_eng), 0);
-	rc = strata_serve_start(g_eng, &g_srv);
-	if (rc) {
-		strata_engine_free(g_eng);
-		g_eng = NULL;
-		return rc;
-	}
-	g_port = strata_serve_port(g_srv);
-	return 0;
+	return test_server_try(&g_ts, g_model, extra, n_extra);
 }
 
 static void stop_server(void)
 {
-	strata_serve_stop(g_srv);
-	strata_engine_free(g_eng);
-	g_srv = NULL;
-	g_eng = NULL;
+	test_server_stop(&g_ts);
 }
 
 static cJSON *post_json(const char *path, const char *body, int want_status)
@@ -59,7 +41,7 @@ static cJSON *post_json(const char *path, const char *body, int want_status)
 	struct resp r;
 	cJSON *j;
 
-	http_call(g_port, "POST", path, NULL, body, &r);
+	http_call(g_ts.port, "POST", path, NULL, body, &r);
 	ck_assert_msg(r.status == want_status, "%s: status %d, want %d: %s", path, r.status,
 		      want_status, r.body.p ? r.body.p : "");
 	j = json_of(&r);
@@ -179,7 +161,7 @@ START_TEST(apply_template_file)
 				     "<|im_end|>\n<|im_start|>assistant\n"));
 	cJSON_Delete(j);
 	/* The chat route reads exactly those tokens. */
-	n = strata_engine_tokenize(g_eng, want, len,
+	n = strata_engine_tokenize(g_ts.eng, want, len,
 				   STRATA_TOKENIZE_ADD_BOS | STRATA_TOKENIZE_PARSE_SPECIAL, &ids);
 	snprintf(body, sizeof(body), "{\"messages\":%s,\"max_tokens\":4,\"temperature\":0}", msgs);
 	j = post_json("/v1/chat/completions", body, 200);
@@ -367,7 +349,7 @@ START_TEST(thinking_budget)
 	ck_assert_int_eq(int_at(j, AT(j, "usage", "completion_tokens"), "usage"), 40);
 	cJSON_Delete(j);
 	/* streamed: the same split, reasoning deltas first */
-	http_call(g_port, "POST", "/v1/chat/completions", NULL, "{\"messages\":[{\"role\":"
+	http_call(g_ts.port, "POST", "/v1/chat/completions", NULL, "{\"messages\":[{\"role\":"
 		  "\"user\",\"content\":\"Once upon a time\"}],\"max_tokens\":40,"
 		  "\"temperature\":0,\"thinking_budget\":6,\"stream\":true}", &r);
 	ck_assert_int_eq(r.status, 200);
@@ -389,18 +371,13 @@ int main(void)
 {
 	Suite *su = suite_create("serve_chat");
 	TCase *unit = tcase_create("unit"), *tc = tcase_create("server");
-	SRunner *sr;
 	int failed;
 
-	g_model = tu_shared("models/stories260K.gguf");
+	g_model = test_server_model(); /* a copy; NULL after a SKIP line */
 	tcase_add_test(unit, chat_templates);
 	tcase_add_test(unit, chat_template_choice);
 	suite_add_tcase(su, unit);
 	if (g_model) {
-		static char model[4096];
-
-		snprintf(model, sizeof(model), "%s", g_model);
-		g_model = model;
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, apply_template_file);
 		tcase_add_test(tc, roles);
@@ -411,16 +388,7 @@ int main(void)
 		tcase_add_test(tc, thinking_budget);
 		suite_add_tcase(su, tc);
 	}
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (failed)
-		return 1;
-	if (!g_model) {
-		printf("SKIP: test data ../shared/models/stories260K.gguf is absent "
-		       "(the server tests need it)\n");
-		return STRATA_TEST_SKIP;
-	}
-	return 0;
+	if ((failed = tu_srunner_run(srunner_create(su))))
+		return failed;
+	return g_model ? 0 : STRATA_TEST_SKIP;
 }

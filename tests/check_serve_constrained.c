@@ -18,28 +18,22 @@
 #include "httpc.h"
 #include "serve/serve.h"
 #include "strata.h"
+#include "serveutil.h"
 #include "testutil.h"
 
 static const char *g_model;
-static struct strata_engine *g_eng;
-static struct strata_server *g_srv;
-static int g_port;
+static struct test_server g_ts;
 
 static void start_server(void)
 {
-	const char *argv[] = { "strata", "-c", "strata.ini", "-m", g_model, "--plugin-dir",
-			       STRATA_PLUGIN_DIR, "-t", "1", "--port", "0", "--chat-template",
-			       "chatml" };
+	static const char *const extra[] = { "--chat-template", "chatml" };
 
-	ck_assert_int_eq(strata_engine_create_args(13, (char **)argv, &g_eng), 0);
-	ck_assert_int_eq(strata_serve_start(g_eng, &g_srv), 0);
-	g_port = strata_serve_port(g_srv);
+	test_server_start(&g_ts, g_model, extra, 2);
 }
 
 static void stop_server(void)
 {
-	strata_serve_stop(g_srv);
-	strata_engine_free(g_eng);
+	test_server_stop(&g_ts);
 }
 
 static cJSON *post(const char *path, const char *body, int want)
@@ -47,7 +41,7 @@ static cJSON *post(const char *path, const char *body, int want)
 	struct resp r;
 	cJSON *j;
 
-	http_call(g_port, "POST", path, NULL, body, &r);
+	http_call(g_ts.port, "POST", path, NULL, body, &r);
 	ck_assert_msg(r.status == want, "%s: %d, want %d: %s", body, r.status, want, r.body.p);
 	j = json_of(&r);
 	resp_free(&r);
@@ -133,7 +127,7 @@ START_TEST(forced_call)
 	ck_assert_int_eq(cJSON_GetArraySize(AT(j, "choices", "0", "message", "tool_calls")), 1);
 	cJSON_Delete(j);
 	/* streamed: the call is one delta with its index, id, name and arguments */
-	http_call(g_port, "POST", "/v1/chat/completions", NULL, "{" ASK ",\"max_tokens\":200,"
+	http_call(g_ts.port, "POST", "/v1/chat/completions", NULL, "{" ASK ",\"max_tokens\":200,"
 		  "\"stream\":true,\"tools\":" TOOLS ",\"tool_choice\":{\"type\":\"function\","
 		  "\"function\":{\"name\":\"get_weather\"}},\"parallel_tool_calls\":false}", &r);
 	ck_assert_int_eq(r.status, 200);
@@ -166,7 +160,7 @@ START_TEST(anthropic_tool_use)
 	ck_assert(cJSON_IsString(AT(j, "content", "0", "input", "city")));
 	cJSON_Delete(j);
 	snprintf(b, sizeof(b), body, "\"stream\":true,");
-	http_call(g_port, "POST", "/v1/messages", NULL, b, &r);
+	http_call(g_ts.port, "POST", "/v1/messages", NULL, b, &r);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_ptr_nonnull(strstr(r.body.p, "\"content_block\":{\"type\":\"tool_use\",\"id\":"
 				     "\"toolu_"));
@@ -190,15 +184,9 @@ int main(void)
 {
 	Suite *su = suite_create("serve_constrained");
 	TCase *tc = tcase_create("constrained");
-	static char model[4096];
 
-	g_model = tu_shared("models/stories260K.gguf");
-	if (!g_model) {
-		printf("SKIP: test data ../shared/models/stories260K.gguf is absent\n");
+	if (!(g_model = test_server_model()))
 		return STRATA_TEST_SKIP;
-	}
-	snprintf(model, sizeof(model), "%s", g_model);
-	g_model = model;
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, json_schema);
 	tcase_add_test(tc, forced_call);

@@ -16,32 +16,22 @@
 #include "httpc.h"
 #include "serve/serve.h"
 #include "strata.h"
+#include "serveutil.h"
 #include "testutil.h"
 
 static const char *g_model;
-static struct strata_engine *g_eng;
-static struct strata_server *g_srv;
-static int g_port;
+static struct test_server g_ts;
 
 static void start_server(const char *tmpl)
 {
-	const char *argv[16] = { "strata", "-c", "strata.ini", "-m", g_model, "--plugin-dir",
-				 STRATA_PLUGIN_DIR, "-t", "1", "--port", "0" };
-	int argc = 11;
+	const char *const extra[] = { "--chat-template", tmpl };
 
-	if (tmpl) {
-		argv[argc++] = "--chat-template";
-		argv[argc++] = tmpl;
-	}
-	ck_assert_int_eq(strata_engine_create_args(argc, (char **)argv, &g_eng), 0);
-	ck_assert_int_eq(strata_serve_start(g_eng, &g_srv), 0);
-	g_port = strata_serve_port(g_srv);
+	test_server_start(&g_ts, g_model, extra, tmpl ? 2 : 0);
 }
 
 static void stop_server(void)
 {
-	strata_serve_stop(g_srv);
-	strata_engine_free(g_eng);
+	test_server_stop(&g_ts);
 }
 
 static cJSON *post(const char *path, const char *hdrs, const char *body, int want)
@@ -49,7 +39,7 @@ static cJSON *post(const char *path, const char *hdrs, const char *body, int wan
 	struct resp r;
 	cJSON *j;
 
-	http_call(g_port, "POST", path, hdrs, body, &r);
+	http_call(g_ts.port, "POST", path, hdrs, body, &r);
 	ck_assert_msg(r.status == want, "%s %s: %d, want %d: %s", path, body, r.status, want,
 		      r.body.p);
 	j = json_of(&r);
@@ -113,7 +103,7 @@ START_TEST(anthropic_messages)
 			 int_at(o, AT(o, "usage", "prompt_tokens"), "prompt"));
 	ck_assert_int_eq(strncmp(str_at(a, AT(a, "id"), "id"), "msg_", 4), 0);
 	/* streamed: its events, in order, adding up to the same text */
-	http_call(g_port, "POST", "/v1/messages", NULL, "{\"model\":\"m\",\"max_tokens\":12,"
+	http_call(g_ts.port, "POST", "/v1/messages", NULL, "{\"model\":\"m\",\"max_tokens\":12,"
 		  "\"temperature\":0,\"stream\":true," SYS_USER "}", &r);
 	ck_assert_int_eq(r.status, 200);
 	sse(r.body.p, &names, &text, "delta", "text");
@@ -158,7 +148,7 @@ START_TEST(anthropic_tools)
 	ck_assert_ptr_nonnull(strstr(prompt, "<tool_call>\n{\"name\": \"get_weather\", "
 				     "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
 	ck_assert_ptr_nonnull(strstr(prompt, "<tool_response>\n21 C\n</tool_response>"));
-	n = strata_engine_tokenize(g_eng, prompt, strlen(prompt),
+	n = strata_engine_tokenize(g_ts.eng, prompt, strlen(prompt),
 				   STRATA_TOKENIZE_ADD_BOS | STRATA_TOKENIZE_PARSE_SPECIAL, &ids);
 	free(ids);
 	free(prompt);
@@ -221,7 +211,7 @@ START_TEST(responses)
 			 str_at(o, AT(o, "choices", "0", "message", "content"), "content"));
 	ck_assert_int_eq(int_at(r, AT(r, "usage", "input_tokens"), "in"),
 			 int_at(o, AT(o, "usage", "prompt_tokens"), "prompt"));
-	http_call(g_port, "POST", "/v1/responses", NULL, "{\"model\":\"m\",\"instructions\":"
+	http_call(g_ts.port, "POST", "/v1/responses", NULL, "{\"model\":\"m\",\"instructions\":"
 		  "\"You tell stories.\",\"input\":\"Once upon a time\",\"max_output_tokens\":10,"
 		  "\"temperature\":0,\"stream\":true}", &s);
 	ck_assert_int_eq(s.status, 200);
@@ -259,15 +249,9 @@ int main(void)
 {
 	Suite *su = suite_create("serve_dialects");
 	TCase *tc = tcase_create("dialects");
-	static char model[4096];
 
-	g_model = tu_shared("models/stories260K.gguf");
-	if (!g_model) {
-		printf("SKIP: test data ../shared/models/stories260K.gguf is absent\n");
+	if (!(g_model = test_server_model()))
 		return STRATA_TEST_SKIP;
-	}
-	snprintf(model, sizeof(model), "%s", g_model);
-	g_model = model;
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, anthropic_messages);
 	tcase_add_test(tc, anthropic_tools);

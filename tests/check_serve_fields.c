@@ -14,27 +14,20 @@
 #include "httpc.h"
 #include "serve/serve.h"
 #include "strata.h"
+#include "serveutil.h"
 #include "testutil.h"
 
 static const char *g_model;
-static struct strata_engine *g_eng;
-static struct strata_server *g_srv;
-static int g_port;
+static struct test_server g_ts;
 
 static void start_server(void)
 {
-	const char *argv[] = { "strata", "-c", "strata.ini", "-m", g_model, "--plugin-dir",
-			       STRATA_PLUGIN_DIR, "-t", "1", "--port", "0" };
-
-	ck_assert_int_eq(strata_engine_create_args(11, (char **)argv, &g_eng), 0);
-	ck_assert_int_eq(strata_serve_start(g_eng, &g_srv), 0);
-	g_port = strata_serve_port(g_srv);
+	test_server_start(&g_ts, g_model, NULL, 0);
 }
 
 static void stop_server(void)
 {
-	strata_serve_stop(g_srv);
-	strata_engine_free(g_eng);
+	test_server_stop(&g_ts);
 }
 
 static cJSON *post(const char *path, const char *body, int want)
@@ -42,7 +35,7 @@ static cJSON *post(const char *path, const char *body, int want)
 	struct resp r;
 	cJSON *j;
 
-	http_call(g_port, "POST", path, NULL, body, &r);
+	http_call(g_ts.port, "POST", path, NULL, body, &r);
 	ck_assert_msg(r.status == want, "%s: %d, want %d: %s", body, r.status, want, r.body.p);
 	j = json_of(&r);
 	resp_free(&r);
@@ -123,7 +116,7 @@ START_TEST(completion_logprobs)
 	ck_assert_str_eq(text.p, str_at(j, AT(j, "choices", "0", "text"), "text"));
 	/* streamed: the same tokens, in logprobs chunks */
 	snprintf(b, sizeof(b), body, ",\"stream\":true");
-	http_call(g_port, "POST", "/v1/completions", NULL, b, &r);
+	http_call(g_ts.port, "POST", "/v1/completions", NULL, b, &r);
 	ck_assert_int_eq(r.status, 200);
 	for (p = r.body.p; (p = strstr(p, "data: {")); p++) {
 		cJSON *c = cJSON_ParseWithOpts(p + 6, NULL, 0), *tk;
@@ -285,15 +278,15 @@ START_TEST(info_routes)
 	cJSON *j;
 
 	start_server();
-	http_call(g_port, "GET", "/props", NULL, NULL, &r);
+	http_call(g_ts.port, "GET", "/props", NULL, NULL, &r);
 	ck_assert_int_eq(r.status, 200);
 	j = json_of(&r);
 	ck_assert_int_eq(int_at(j, AT(j, "default_generation_settings", "n_ctx"), "n_ctx"),
-			 (int)strata_engine_n_ctx(g_eng));
+			 (int)strata_engine_n_ctx(g_ts.eng));
 	ck_assert_str_eq(str_at(j, AT(j, "chat_template_origin"), "origin"), "built-in plain");
 	cJSON_Delete(j);
 	resp_free(&r);
-	http_call(g_port, "GET", "/v1/health", NULL, NULL, &r);
+	http_call(g_ts.port, "GET", "/v1/health", NULL, NULL, &r);
 	ck_assert_int_eq(r.status, 200);
 	resp_free(&r);
 	stop_server();
@@ -304,15 +297,9 @@ int main(void)
 {
 	Suite *su = suite_create("serve_fields");
 	TCase *tc = tcase_create("fields");
-	static char model[4096];
 
-	g_model = tu_shared("models/stories260K.gguf");
-	if (!g_model) {
-		printf("SKIP: test data ../shared/models/stories260K.gguf is absent\n");
+	if (!(g_model = test_server_model()))
 		return STRATA_TEST_SKIP;
-	}
-	snprintf(model, sizeof(model), "%s", g_model);
-	g_model = model;
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, chat_logprobs);
 	tcase_add_test(tc, completion_logprobs);
