@@ -1,7 +1,8 @@
 /*
  * httpc.h - a small HTTP/1.1 client over plain sockets, and JSON lookups,
- * for the server tests (check_serve*.c, check_xstore.c; serveutil.h starts the server).  No curl: the requests are written
- * by hand, so malformed and oversized ones can be sent too.
+ * for the server tests (check_serve*.c, check_xstore.c; serveutil.h starts
+ * the server).  No curl: the requests are written by hand, so malformed and
+ * oversized ones can be sent too.
  */
 #ifndef STRATA_TEST_HTTPC_H
 #define STRATA_TEST_HTTPC_H
