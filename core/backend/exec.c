@@ -61,6 +61,8 @@ void strata_exec_free(struct strata_exec *x)
 	free(x->dn_g);
 	free(x->dn_beta);
 	free(x->dn_rule);
+	free(x->qsa_pooled);
+	free(x->qsa_scratch);
 	free(x);
 }
 
@@ -71,7 +73,11 @@ static const char *const g_op_names[STRATA_OP_COUNT] = {
 	[STRATA_OP_SIGMOID_MUL] = "SIGMOID_MUL", [STRATA_OP_COPY] = "COPY",
 	[STRATA_OP_FILL] = "FILL",         [STRATA_OP_ATTN] = "ATTN",
 	[STRATA_OP_DELTANET] = "DELTANET", [STRATA_OP_MOE_ROUTE] = "MOE_ROUTE",
-	[STRATA_OP_MOE_COMBINE] = "MOE_COMBINE",
+	[STRATA_OP_MOE_COMBINE] = "MOE_COMBINE", [STRATA_OP_HC_PRE] = "HC_PRE",
+	[STRATA_OP_HC_POST] = "HC_POST",   [STRATA_OP_SCALE_SILU] = "SCALE_SILU",
+	[STRATA_OP_PLE_GATE] = "PLE_GATE", [STRATA_OP_CONV_SILU] = "CONV_SILU",
+	[STRATA_OP_DELTANET_TILED] = "DELTANET_TILED", [STRATA_OP_QSA_SELECT] = "QSA_SELECT",
+	[STRATA_OP_ATTN_SPARSE] = "ATTN_SPARSE",
 };
 
 const char *strata_op_name(uint32_t code)
@@ -96,6 +102,14 @@ int strata_exec_supports(uint32_t code, uint32_t type)
 	case STRATA_OP_DELTANET:
 	case STRATA_OP_MOE_ROUTE:
 	case STRATA_OP_MOE_COMBINE:
+	case STRATA_OP_HC_PRE:
+	case STRATA_OP_HC_POST:
+	case STRATA_OP_SCALE_SILU:
+	case STRATA_OP_PLE_GATE:
+	case STRATA_OP_CONV_SILU:
+	case STRATA_OP_DELTANET_TILED:
+	case STRATA_OP_QSA_SELECT:
+	case STRATA_OP_ATTN_SPARSE:
 		return type == STRATA_TYPE_F32;
 	default:
 		return 0;
@@ -386,11 +400,26 @@ int strata_exec_run(struct strata_exec *x, const struct strata_op *op)
 	case STRATA_OP_ATTN:
 		return strata_exec_attn(x, op);
 	case STRATA_OP_DELTANET:
+	case STRATA_OP_DELTANET_TILED:
 		return strata_exec_deltanet(x, op);
 	case STRATA_OP_MOE_ROUTE:
 		return op_route(op);
 	case STRATA_OP_MOE_COMBINE:
 		return op_combine(op);
+	case STRATA_OP_HC_PRE:
+		return strata_exec_hc_pre(op);
+	case STRATA_OP_HC_POST:
+		return strata_exec_hc_post(op);
+	case STRATA_OP_SCALE_SILU:
+		return strata_exec_scale_silu(op);
+	case STRATA_OP_PLE_GATE:
+		return strata_exec_ple_gate(op);
+	case STRATA_OP_CONV_SILU:
+		return strata_exec_conv_silu(op);
+	case STRATA_OP_QSA_SELECT:
+		return strata_exec_qsa_select(x, op);
+	case STRATA_OP_ATTN_SPARSE:
+		return strata_exec_attn_sparse(x, op);
 	default:
 		return -EINVAL;
 	}

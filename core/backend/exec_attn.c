@@ -1,6 +1,7 @@
 /*
- * exec_attn.c - STRATA_OP_ATTN on the CPU: store the batch's keys and values
- * in the layer's cache, then causal grouped-query attention over it.
+ * exec_attn.c - STRATA_OP_ATTN and ATTN_SPARSE on the CPU: store the batch's
+ * keys and values in the layer's cache, then causal grouped-query attention
+ * over it (ATTN_SPARSE: over the cells the indexer chose).
  *
  * The cache layout is this backend's own.  Keys are stored transposed,
  * [n_kv][head_dim][ctx]: a query's scores are then sums of rows over
@@ -113,5 +114,101 @@ int strata_exec_attn(struct strata_exec *x, const struct strata_op *op)
 		strata_pool_run_n(x->pool, attn_worker, &a, nth);
 	else
 		attn_worker(&a, 0, 1);
+	return 0;
+}
+
+/* ---- attention over chosen cells (STRATA_OP_ATTN_SPARSE) ------------------------- */
+
+/*
+ * One (token, query head) per work item: scores over the cells src[5]
+ * lists for the token, softmax, the weighted sum of their values.  The
+ * list is short (the indexer's budget), so plain loops over the cache's
+ * layout above.
+ */
+static void sparse_worker(void *arg, int ith, int nth)
+{
+	const struct attn_task *a = arg;
+	const struct strata_op *op = a->op;
+	const struct strata_tensor *q = op->src[0], *o = op->dst, *sel = op->src[5];
+	const uint32_t group = a->n_head / a->n_kv, w = (uint32_t)sel->ne[0];
+	const float *kc = strata_tensor_data(op->src[3]), *vc = strata_tensor_data(op->src[4]);
+	float *sc = a->x->scores + (size_t)ith * a->x->scores_per;
+	long begin, end;
+
+	strata_split((long)a->n * a->n_head, ith, nth, &begin, &end);
+	for (long it = begin; it < end; it++) {
+		const uint32_t t = (uint32_t)(it / a->n_head), h = (uint32_t)(it % a->n_head);
+		const uint32_t kvh = h / group, last = op->p.attn.pos + t;
+		const int32_t *cells = (const int32_t *)((const char *)strata_tensor_data(sel) +
+							 t * sel->nb[1]);
+		const float *qt = (const float *)((const char *)strata_tensor_data(q) + t * q->nb[2] +
+						  h * q->nb[1]);
+		float *ot = (float *)((char *)strata_tensor_data(o) + t * o->nb[2] + h * o->nb[1]);
+		const float *kt = kc + (size_t)kvh * a->hd * a->ctx;
+		const float *vt = vc + (size_t)kvh * a->ctx * a->hdv;
+		float mx = -INFINITY, sum = 0.0f;
+
+		for (uint32_t i = 0; i < w; i++) {
+			const int32_t c = cells[i];
+			float s = 0.0f;
+
+			if (c < 0 || (uint32_t)c > last) {
+				sc[i] = -INFINITY;
+				continue;
+			}
+			for (uint32_t d = 0; d < a->hd; d++)
+				s += qt[d] * kt[(size_t)d * a->ctx + (uint32_t)c];
+			sc[i] = s * op->p.attn.scale;
+			mx = sc[i] > mx ? sc[i] : mx;
+		}
+		memset(ot, 0, a->hdv * sizeof(float));
+		if (mx == -INFINITY)
+			continue;
+		for (uint32_t i = 0; i < w; i++) {
+			sc[i] = sc[i] == -INFINITY ? 0.0f : expf(sc[i] - mx);
+			sum += sc[i];
+		}
+		for (uint32_t i = 0; i < w; i++)
+			if (sc[i] > 0.0f)
+				strata_axpy_f32(ot, sc[i] / sum, vt + (size_t)cells[i] * a->hdv, a->hdv);
+	}
+}
+
+int strata_exec_attn_sparse(struct strata_exec *x, const struct strata_op *op)
+{
+	const struct strata_tensor *q = op->src[0], *k = op->src[1], *v = op->src[2];
+	const struct strata_tensor *kc = op->src[3], *sel = op->src[5];
+	struct attn_task a = {
+		.x = x, .op = op, .n = (uint32_t)q->ne[2], .n_head = (uint32_t)q->ne[1],
+		.n_kv = (uint32_t)k->ne[1], .hd = (uint32_t)q->ne[0], .hdv = (uint32_t)v->ne[0],
+		.ctx = (uint32_t)kc->ne[1],
+	};
+	int nth = strata_exec_threads(x), rc;
+
+	if (!sel || sel->type != STRATA_TYPE_I32 || sel->ne[1] != q->ne[2] || !a.n_kv ||
+	    a.n_head % a.n_kv || k->ne[0] != q->ne[0] || k->ne[2] != q->ne[2] ||
+	    v->ne[1] != k->ne[1] || (uint64_t)op->p.attn.pos + a.n > a.ctx ||
+	    (size_t)kc->ne[0] * kc->ne[1] * kc->ne[2] < (size_t)a.n_kv * a.hd * a.ctx ||
+	    op->dst->ne[0] != v->ne[0] || op->dst->ne[1] != q->ne[1])
+		return -EINVAL;
+	if (x->scores_per < (size_t)sel->ne[0] || x->scores_threads < (size_t)nth) {
+		size_t cap = 0, per = (size_t)sel->ne[0] > 4 * (size_t)a.ctx ? (size_t)sel->ne[0]
+									     : 4 * (size_t)a.ctx;
+
+		free(x->scores);
+		x->scores = NULL;
+		x->scores_per = x->scores_threads = 0;
+		if ((rc = strata_exec_grow((void **)&x->scores, &cap, per * nth, sizeof(float))))
+			return rc;
+		x->scores_per = per;
+		x->scores_threads = (size_t)nth;
+	}
+	cache_store(&a);
+	if ((long)a.n * a.n_head * sel->ne[0] * a.hd < 32768)
+		nth = 1;
+	if (x->pool)
+		strata_pool_run_n(x->pool, sparse_worker, &a, nth);
+	else
+		sparse_worker(&a, 0, 1);
 	return 0;
 }

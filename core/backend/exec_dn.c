@@ -1,6 +1,7 @@
 /*
- * exec_dn.c - STRATA_OP_DELTANET on the CPU: the Gated DeltaNet mixer
- * (qwen3next's linear attention) after its input projections.
+ * exec_dn.c - STRATA_OP_DELTANET and STRATA_OP_DELTANET_TILED on the CPU:
+ * the Gated DeltaNet mixer (qwen3next's and qwen4exp's linear attention)
+ * after its input projections.
  *
  * A batch (its input projections qkv, z and b/a already made by the layer
  * loop's MATMUL): the causal conv + SiLU over the qkv channels with q/k L2
@@ -188,7 +189,14 @@ struct dn_task {
 	const struct strata_op *op;
 	uint32_t n, ch;
 	size_t ld_qkv, ld_z, ld_ba, ld_o;
+	int tiled; /* STRATA_OP_DELTANET_TILED: qwen4exp's form */
 };
+
+/* The key head value head h reads: repeated (qwen3next) or tiled (qwen4exp). */
+static inline uint32_t key_head(const struct dn_task *a, uint32_t h, uint32_t nk, uint32_t r)
+{
+	return a->tiled ? h % nk : h / r;
+}
 
 static inline float silu(float x)
 {
@@ -201,15 +209,23 @@ static inline float softplus(float x)
 	return x > 20.0f ? x : log1pf(expf(x));
 }
 
-static void l2norm(float *x, uint32_t n, float eps, float scale)
+/*
+ * x *= scale / max(|x|, eps) (qwen3next), or scale / sqrt(|x|^2 + eps)
+ * (qwen4exp: llama.cpp's build_gdn_l2_norm, an RMSNorm rescaled).
+ */
+static void l2norm(float *x, uint32_t n, float eps, float scale, int tiled)
 {
 	double ss = 0.0;
 	float norm;
 
 	for (uint32_t i = 0; i < n; i++)
 		ss += (double)x[i] * x[i];
-	norm = (float)sqrt(ss);
-	scale /= norm > eps ? norm : eps;
+	if (tiled) {
+		scale = (float)(scale / sqrt(ss + eps));
+	} else {
+		norm = (float)sqrt(ss);
+		scale /= norm > eps ? norm : eps;
+	}
 	for (uint32_t i = 0; i < n; i++)
 		x[i] *= scale;
 }
@@ -249,13 +265,17 @@ static void conv_worker(void *arg, int ith, int nth)
 		for (uint32_t c = 0; c < ch; c++)
 			y[c] = silu(y[c]);
 		for (uint32_t h = 0; h < nk; h++) {
-			l2norm(y + (size_t)h * dk, dk, eps, qscale);
-			l2norm(y + (size_t)(nk + h) * dk, dk, eps, 1.0f);
+			l2norm(y + (size_t)h * dk, dk, eps, qscale, a->tiled);
+			l2norm(y + (size_t)(nk + h) * dk, dk, eps, 1.0f, a->tiled);
 		}
-		/* ba holds, per key head, the b of its r value heads, then their a. */
+		/*
+		 * ba holds, per key head, the b of its r value heads, then their a;
+		 * tiled: the b of every value head, then every a.
+		 */
 		for (uint32_t h = 0; h < nv; h++) {
 			uint32_t gi = h / r, j = h % r;
-			float b = ba[gi * 2 * r + j], al = ba[gi * 2 * r + r + j];
+			float b = a->tiled ? ba[h] : ba[gi * 2 * r + j];
+			float al = a->tiled ? ba[nv + h] : ba[gi * 2 * r + r + j];
 
 			x->dn_beta[(size_t)t * nv + h] = 1.0f / (1.0f + expf(-b));
 			x->dn_g[(size_t)t * nv + h] = A[h] * softplus(al + dt_bias[h]);
@@ -279,9 +299,10 @@ static void head_worker(void *arg, int ith, int nth)
 
 	strata_split((long)nv, ith, nth, &begin, &end);
 	for (long h = begin; h < end; h++) {
-		/* value head h reads key head h / r (llama.cpp's repeat-interleave) */
-		const float *q = x->dn_xc + (size_t)(h / r) * dk;
-		const float *k = x->dn_xc + (size_t)(nk + h / r) * dk;
+		/* value head h reads key head h / r (llama.cpp's repeat-interleave) or h mod nk */
+		const uint32_t kh = key_head(a, (uint32_t)h, nk, r);
+		const float *q = x->dn_xc + (size_t)kh * dk;
+		const float *k = x->dn_xc + (size_t)(nk + kh) * dk;
 		const float *v = x->dn_xc + (size_t)2 * nk * dk + (size_t)h * dv;
 		float *S = ssm + (size_t)h * dk * dv, *o = o0 + (size_t)h * dv;
 
@@ -300,8 +321,12 @@ static void head_worker(void *arg, int ith, int nth)
 			for (uint32_t i = 0; i < dv; i++)
 				ss += (double)ot[i] * ot[i];
 			sc = (float)(1.0 / sqrt(ss / dv + op->p.dn.eps));
-			for (uint32_t i = 0; i < dv; i++)
-				ot[i] = ot[i] * sc * norm[i] * silu(zt[i]);
+			if (a->tiled)
+				for (uint32_t i = 0; i < dv; i++)
+					ot[i] = ot[i] * sc * norm[i] / (1.0f + expf(-zt[i]));
+			else
+				for (uint32_t i = 0; i < dv; i++)
+					ot[i] = ot[i] * sc * norm[i] * silu(zt[i]);
 		}
 	}
 }
@@ -341,6 +366,7 @@ int strata_exec_deltanet(struct strata_exec *x, const struct strata_op *op)
 	struct dn_task task = {
 		.x = x, .op = op, .n = n, .ch = ch, .ld_qkv = exec_ld(op->src[0]),
 		.ld_z = exec_ld(op->src[1]), .ld_ba = exec_ld(op->src[2]), .ld_o = exec_ld(op->dst),
+		.tiled = op->code == STRATA_OP_DELTANET_TILED,
 	};
 	const int nth = strata_exec_threads(x);
 	const int conv_nth = n < 4 ? 1 : n < (uint32_t)nth ? (int)n : nth;

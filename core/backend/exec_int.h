@@ -1,5 +1,6 @@
 /*
- * exec_int.h - private to the executor (exec.c, exec_attn.c, exec_dn.c):
+ * exec_int.h - private to the executor (exec.c, exec_attn.c, exec_dn.c,
+ * exec_q4x.c):
  * its scratch and the ops that live in their own files.
  */
 #ifndef STRATA_EXEC_INT_H
@@ -22,6 +23,9 @@ struct strata_exec {
 	/* DELTANET: conv output, decay and beta per token, one rule scratch per head share */
 	float *dn_xc, *dn_g, *dn_beta, *dn_rule;
 	size_t cap_xc, cap_g, cap_beta, cap_rule;
+	/* QSA_SELECT: pooled block keys; per thread a query's scores and cells */
+	float *qsa_pooled, *qsa_scratch;
+	size_t cap_qsa_pooled, cap_qsa_scratch;
 };
 
 /*
@@ -41,5 +45,13 @@ static inline size_t exec_ld(const struct strata_tensor *t)
 
 int strata_exec_attn(struct strata_exec *x, const struct strata_op *op);
 int strata_exec_deltanet(struct strata_exec *x, const struct strata_op *op);
+int strata_exec_attn_sparse(struct strata_exec *x, const struct strata_op *op);
+/* qwen4exp's ops (exec_q4x.c) */
+int strata_exec_hc_pre(const struct strata_op *op);
+int strata_exec_hc_post(const struct strata_op *op);
+int strata_exec_scale_silu(const struct strata_op *op);
+int strata_exec_ple_gate(const struct strata_op *op);
+int strata_exec_conv_silu(const struct strata_op *op);
+int strata_exec_qsa_select(struct strata_exec *x, const struct strata_op *op);
 
 #endif

@@ -108,6 +108,35 @@ static struct strata_tensor take(struct arena *a, uint32_t type, int64_t ne0, in
 	return t;
 }
 
+/* qwen4exp's own activations (see struct ws). */
+static void ws_layout_q4x(const struct strata_model *m, uint32_t B, struct arena *a,
+			  struct ws *w)
+{
+	const struct strata_hparams *hp = &m->hp;
+	const int64_t e = hp->n_embd, wide = e * hp->q4x.hc;
+	uint32_t rmax = 0;
+
+	for (uint32_t l = 0; l < hp->n_layer - hp->n_nextn; l++)
+		rmax = m->layers[l].q4x.compress_ratio > rmax ? m->layers[l].q4x.compress_ratio : rmax;
+	w->res = take(a, STRATA_TYPE_F32, wide, B);
+	w->hxn = take(a, STRATA_TYPE_F32, wide, B);
+	w->hlo = take(a, STRATA_TYPE_F32, hp->q4x.hc_lr, B);
+	w->hgate = take(a, STRATA_TYPE_F32, wide, B);
+	w->hinj = take(a, STRATA_TYPE_F32, hp->q4x.hc, B);
+	if (rmax) {
+		w->iq = take(a, STRATA_TYPE_F32, (int64_t)hp->q4x.idx_heads * hp->q4x.idx_dim, B);
+		w->ik = take(a, STRATA_TYPE_F32, hp->q4x.idx_dim, B);
+		w->sel = take(a, STRATA_TYPE_I32, hp->q4x.idx_top_k + rmax - 1, B);
+	}
+	if (hp->q4x.ple_layer != UINT32_MAX) {
+		w->pe = take(a, STRATA_TYPE_F32, e, B);
+		w->pk = take(a, STRATA_TYPE_F32, wide, B);
+		w->pv = take(a, STRATA_TYPE_F32, e, B);
+		w->pq = take(a, STRATA_TYPE_F32, wide, B);
+		w->pg = take(a, STRATA_TYPE_F32, wide, B);
+	}
+}
+
 /* Lay out (a->buf NULL: size) the activations of batches of B tokens. */
 static void ws_layout(const struct strata_model *m, uint32_t B, int device, struct arena *a,
 		      struct ws *w)
@@ -164,6 +193,8 @@ static void ws_layout(const struct strata_model *m, uint32_t B, int device, stru
 	}
 	if (device)
 		w->lg = take(a, STRATA_TYPE_F32, hp->n_vocab, CTX_LOGIT_ROWS);
+	if (hp->arch == STRATA_ARCH_QWEN4EXP)
+		ws_layout_q4x(m, B, a, w);
 }
 
 size_t strata_ws_bytes(const struct strata_model *m, uint32_t b, int device)
@@ -242,7 +273,14 @@ static int alloc_host_scratch(struct strata_ctx *c)
 	if (!c->count || !c->start || !c->order || !c->h_ids || !c->h_w || !c->h_tok ||
 	    !c->h_tokw || !c->xw || !c->xmats || !c->items || !c->xt || !c->ready)
 		return -ENOMEM;
-	return 0;
+	if (hp->arch != STRATA_ARCH_QWEN4EXP || hp->q4x.ple_layer == UINT32_MAX)
+		return 0;
+	/* the model's own context-cut id (the published model's is <|endoftext|>) */
+	if (strata_ple_hash_from_gguf(c->m->gguf, &c->ple_hash))
+		return -EINVAL;
+	c->ple_hash.eos = hp->q4x.ple_eos;
+	c->ple_ids = calloc((size_t)STRATA_PLE_HEADS * c->max_batch, sizeof(*c->ple_ids));
+	return c->ple_ids ? 0 : -ENOMEM;
 }
 
 int strata_ctx_create(const struct strata_model *m, const struct strata_ctx_opts *o,
@@ -300,6 +338,7 @@ void strata_ctx_free(struct strata_ctx *c)
 	free(c->items);
 	free(c->xt);
 	free(c->ready);
+	free(c->ple_ids);
 	free(c);
 }
 

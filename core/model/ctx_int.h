@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "model.h"
+#include "ple/ple.h"
 
 #define CTX_NONE UINT32_MAX
 #define CTX_LOGIT_ROWS 64 /* rows of logits a device computes per copy back */
@@ -40,6 +41,10 @@ struct pl_layer {
 		gate_inp_shexp;
 	struct strata_tensor dn_wqkv, dn_wz, dn_wqkvz, dn_wba, dn_conv, dn_dt_bias, dn_a,
 		dn_norm, dn_wout;
+	/* qwen4exp: hyper-connections (norm, down, up, inject), indexer, DeltaNet b/a, PLE */
+	struct strata_tensor hc_attn[4], hc_ffn[4];
+	struct strata_tensor idx_q, idx_k, idx_q_norm, idx_k_norm, dn_beta, dn_alpha;
+	struct strata_tensor ple_key, ple_value, ple_nk, ple_nq, ple_nc, ple_conv;
 	struct strata_tensor xh[3];  /* gate, up, down experts in the mapping [cols, rows, n] */
 	struct strata_tensor xd[3];  /* the device's slots [cols, rows, n_dev] */
 	uint32_t *dev_slot;          /* [n_expert]: slot on the device or CTX_NONE */
@@ -57,6 +62,12 @@ struct ws {
 	struct strata_tensor qkv, qkvz, z, ba, o;
 	struct strata_tensor lg;     /* output logits [n_vocab, CTX_LOGIT_ROWS] (devices) */
 	struct strata_tensor inv_freq; /* rope's inverse frequencies [n_rot / 2] */
+	/*
+	 * qwen4exp: the residual streams [n_embd * hc, B] and the mixers' normed
+	 * copy, low rank, gates and injection weights; the indexer's queries,
+	 * keys and chosen cells; the PLE rows, key, value, query and gated value.
+	 */
+	struct strata_tensor res, hxn, hlo, hgate, hinj, iq, ik, sel, pe, pk, pv, pq, pg;
 };
 
 struct strata_ctx {
@@ -85,6 +96,11 @@ struct strata_ctx {
 	uint8_t *ready;              /* [n_expert] per active expert: streamed and resident now */
 	void *ev[3];                 /* device events: xn out, route out, expert output in */
 	struct strata_placement_stats st;
+	/* qwen4exp */
+	struct strata_tensor hc_head[4];   /* the output mixer: norm, down, up, (no inject) */
+	struct strata_tensor ple_table;    /* per_layer_token_embd (host) */
+	struct strata_ple_hash ple_hash;
+	int32_t *ple_ids;                  /* [16 * max_batch] a batch's row ids */
 };
 
 struct seq_layer {
@@ -92,6 +108,8 @@ struct seq_layer {
 	struct strata_buf buf;       /* its state: K and V, or conv and ssm */
 	struct strata_tensor k, v;   /* attention: caches in the backend's layout */
 	struct strata_tensor conv, ssm; /* DeltaNet */
+	struct strata_tensor idx;       /* qwen4exp: raw indexer keys [idx_dim, ctx] */
+	struct strata_tensor ple_hist;  /* qwen4exp's PLE layer: the conv's last inputs */
 };
 
 struct strata_seq {
@@ -103,6 +121,7 @@ struct strata_seq {
 	struct seq_layer *L;         /* [n_layer - n_nextn] */
 	size_t state_floats;         /* conv + ssm floats over all DeltaNet layers */
 	struct strata_seq_snapshot *snaps; /* bound snapshots, a list */
+	struct strata_ple_hist ple;  /* qwen4exp: the two tokens before pos */
 };
 
 /* Rows from position pos on are about to be written: stale the snapshots they break. */
@@ -112,6 +131,40 @@ void strata_seq_note_write(struct strata_seq *s, uint32_t pos);
 static inline struct ws *strata_ctx_ws(struct strata_ctx *c, const struct strata_backend *be)
 {
 	return be == c->cpu ? &c->ws_cpu : &c->ws_dev;
+}
+
+/* ---- ops the layer loops issue ----------------------------------------------------- */
+
+static inline int ctx_norm(struct strata_backend *be, struct strata_tensor *dst,
+			   const struct strata_tensor *x, const struct strata_tensor *w, float eps)
+{
+	struct strata_op op = { .code = STRATA_OP_RMS_NORM, .dst = dst, .src = { x, w },
+				.p.norm.eps = eps };
+
+	return strata_backend_run(be, &op);
+}
+
+static inline int ctx_matmul(struct strata_backend *be, const struct strata_matmul_item *it,
+			     uint32_t n)
+{
+	struct strata_op op = { .code = STRATA_OP_MATMUL, .p.mm = { .items = it, .n_items = n } };
+
+	return strata_backend_run(be, &op);
+}
+
+/* Rotate t [head_dim, heads, n] in place, token i at position pos + i. */
+static inline int ctx_rope(struct strata_backend *be, struct strata_tensor *t,
+			   const struct strata_hparams *hp, const struct strata_tensor *inv_freq,
+			   uint32_t pos)
+{
+	struct strata_op op = {
+		.code = STRATA_OP_ROPE, .dst = t, .src = { t, inv_freq },
+		.p.rope = { .pos = pos, .n_rot = hp->n_rot,
+			    .mode = hp->rope_type == STRATA_ROPE_NEOX ? STRATA_ROPE_MODE_NEOX
+								      : STRATA_ROPE_MODE_NORM },
+	};
+
+	return strata_backend_run(be, &op);
 }
 
 /* ---- tensors ------------------------------------------------------------------- */
@@ -127,6 +180,17 @@ struct strata_tensor strata_t_cols(const struct strata_tensor *t, int64_t c0, in
 /* A 3-D view [ne0, ne1, n] of a 2-D F32 tensor's first n rows: row = ne0 * ne1 values. */
 struct strata_tensor strata_t_heads(const struct strata_tensor *t, int64_t ne0, int64_t ne1,
 				    int64_t n);
+/* A view [ne0, heads, n] of every row's heads, `skip` bytes into heads of `hstride` floats. */
+static inline struct strata_tensor ctx_heads_of(const struct strata_tensor *t, int64_t ne0,
+						int64_t heads, int64_t n, size_t hstride,
+						size_t skip)
+{
+	struct strata_tensor v = strata_t_heads(t, ne0, heads, n);
+
+	v.nb[1] = hstride * sizeof(float);
+	v.offset += skip;
+	return v;
+}
 /* Expert e of a 3-D expert tensor, as a 2-D matrix. */
 struct strata_tensor strata_t_expert(const struct strata_tensor *t, uint32_t e);
 
@@ -143,6 +207,15 @@ size_t strata_ws_bytes(const struct strata_model *m, uint32_t b, int device);
 /* Allocate and lay out a workspace on be.  0 or -ENOMEM. */
 int strata_ws_init(struct strata_ctx *c, struct strata_backend *be, struct ws *w);
 void strata_ws_free(struct strata_backend *be, struct ws *w);
+
+/* qwen4exp's forward pass (forward_q4x.c), as strata_forward's. */
+int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, float *logits,
+		       int all_logits);
+/* qwen4exp's PLE conv history: (K - 1) * dilation positions. */
+static inline uint32_t strata_q4x_ple_hist_len(const struct strata_hparams *hp)
+{
+	return (hp->q4x.ple_conv_k - 1) * hp->q4x.ple_ngram;
+}
 
 /* The MoE FFN of layer l (moe.c): out = experts(xn); x untouched.  0 or -errno. */
 int strata_moe_block(struct strata_ctx *c, uint32_t l, uint32_t n);

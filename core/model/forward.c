@@ -14,46 +14,6 @@
 #include "model/ctx_int.h"
 #include "util/log.h"
 
-static int norm(struct strata_backend *be, struct strata_tensor *dst,
-		const struct strata_tensor *x, const struct strata_tensor *w, float eps)
-{
-	struct strata_op op = { .code = STRATA_OP_RMS_NORM, .dst = dst, .src = { x, w },
-				.p.norm.eps = eps };
-
-	return strata_backend_run(be, &op);
-}
-
-static int matmul(struct strata_backend *be, const struct strata_matmul_item *it, uint32_t n)
-{
-	struct strata_op op = { .code = STRATA_OP_MATMUL, .p.mm = { .items = it, .n_items = n } };
-
-	return strata_backend_run(be, &op);
-}
-
-static int rope(struct strata_backend *be, struct strata_tensor *t,
-		const struct strata_hparams *hp, const struct ws *w, uint32_t pos)
-{
-	struct strata_op op = {
-		.code = STRATA_OP_ROPE, .dst = t, .src = { t, &w->inv_freq },
-		.p.rope = { .pos = pos, .n_rot = hp->n_rot,
-			    .mode = hp->rope_type == STRATA_ROPE_NEOX ? STRATA_ROPE_MODE_NEOX
-								      : STRATA_ROPE_MODE_NORM },
-	};
-
-	return strata_backend_run(be, &op);
-}
-
-/* A view [ne0, heads, n] of every row's heads, at byte `skip` into each head of `hstride` floats. */
-static struct strata_tensor heads_of(const struct strata_tensor *t, int64_t ne0, int64_t heads,
-				     int64_t n, size_t hstride, size_t skip)
-{
-	struct strata_tensor v = strata_t_heads(t, ne0, heads, n);
-
-	v.nb[1] = hstride * sizeof(float);
-	v.offset += skip;
-	return v;
-}
-
 /* ---- the blocks ------------------------------------------------------------------- */
 
 static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n)
@@ -80,10 +40,10 @@ static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t 
 		.p.attn = { .pos = s->pos, .scale = 1.0f / sqrtf((float)hd) },
 	};
 
-	RUN(norm(be, &xn, &x, &L->attn_norm, hp->rms_eps));
-	RUN(matmul(be, it, 3));
+	RUN(ctx_norm(be, &xn, &x, &L->attn_norm, hp->rms_eps));
+	RUN(ctx_matmul(be, it, 3));
 	if (gated) { /* rows of [q, gate] per head: q out, the gate stays */
-		struct strata_tensor qs = heads_of(&qg, hd, nh, n, 2 * (size_t)hd, 0);
+		struct strata_tensor qs = ctx_heads_of(&qg, hd, nh, n, 2 * (size_t)hd, 0);
 
 		RUN(strata_op1(be, STRATA_OP_COPY, &qh, &qs, NULL));
 	}
@@ -96,24 +56,24 @@ static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t 
 	if (t_has(&L->q_norm)) {
 		struct strata_tensor rows = strata_t_f32(q.buf, q.offset, hd, nh * n);
 
-		RUN(norm(be, &rows, &rows, &L->q_norm, hp->rms_eps));
+		RUN(ctx_norm(be, &rows, &rows, &L->q_norm, hp->rms_eps));
 	}
 	if (t_has(&L->k_norm)) {
 		struct strata_tensor rows = strata_t_f32(kb.buf, kb.offset, hd, nkv * n);
 
-		RUN(norm(be, &rows, &rows, &L->k_norm, hp->rms_eps));
+		RUN(ctx_norm(be, &rows, &rows, &L->k_norm, hp->rms_eps));
 	}
-	RUN(rope(be, &qh, hp, w, s->pos));
-	RUN(rope(be, &kh, hp, w, s->pos));
+	RUN(ctx_rope(be, &qh, hp, &w->inv_freq, s->pos));
+	RUN(ctx_rope(be, &kh, hp, &w->inv_freq, s->pos));
 	RUN(strata_backend_run(be, &at));
 	if (gated) { /* qwen3next's output gate: att *= sigmoid(gate) */
-		struct strata_tensor gate = heads_of(&qg, hd, nh, n, 2 * (size_t)hd,
+		struct strata_tensor gate = ctx_heads_of(&qg, hd, nh, n, 2 * (size_t)hd,
 						     (size_t)hd * sizeof(float));
 
 		RUN(strata_op1(be, STRATA_OP_SIGMOID_MUL, &ah, &ah, &gate));
 	}
 	it[0] = (struct strata_matmul_item){ &L->wo, &att, NULL, &xn };
-	RUN(matmul(be, it, 1));
+	RUN(ctx_matmul(be, it, 1));
 	return strata_op1(be, STRATA_OP_ADD, &x, &x, &xn);
 }
 
@@ -136,9 +96,9 @@ static int unpack_qkvz(struct strata_backend *be, const struct strata_hparams *h
 	};
 
 	for (int i = 0; i < 4; i++) {
-		struct strata_tensor from = heads_of(&src, part[i].len, nk, n, grp,
+		struct strata_tensor from = ctx_heads_of(&src, part[i].len, nk, n, grp,
 						     part[i].src_at * sizeof(float));
-		struct strata_tensor to = heads_of(part[i].dst, part[i].len, nk, n,
+		struct strata_tensor to = ctx_heads_of(part[i].dst, part[i].len, nk, n,
 						   (size_t)part[i].len,
 						   part[i].dst_at * sizeof(float));
 
@@ -174,13 +134,13 @@ static int deltanet_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l
 			  .d_head_v = hp->ssm_head_v, .d_conv = hp->ssm_d_conv, .eps = hp->rms_eps },
 	};
 
-	RUN(norm(be, &xn, &x, &L->attn_norm, hp->rms_eps));
-	RUN(matmul(be, it, fused ? 2 : 3));
+	RUN(ctx_norm(be, &xn, &x, &L->attn_norm, hp->rms_eps));
+	RUN(ctx_matmul(be, it, fused ? 2 : 3));
 	if (fused)
 		RUN(unpack_qkvz(be, hp, w, n));
 	RUN(strata_backend_run(be, &dn));
 	it[0] = (struct strata_matmul_item){ &L->dn_wout, &o, NULL, &out };
-	RUN(matmul(be, it, 1));
+	RUN(ctx_matmul(be, it, 1));
 	return strata_op1(be, STRATA_OP_ADD, &x, &x, &out);
 }
 
@@ -196,15 +156,15 @@ static int ffn_block(struct strata_ctx *c, uint32_t l, uint32_t n)
 	struct strata_matmul_item it[2] = { { &L->w_gate, &xn, NULL, &hb },
 					    { &L->w_up, &xn, NULL, &hb2 } };
 
-	RUN(norm(be, &xn, &x, &L->ffn_norm, hp->rms_eps));
+	RUN(ctx_norm(be, &xn, &x, &L->ffn_norm, hp->rms_eps));
 	if (c->m->layers[l].moe) {
 		RUN(strata_moe_block(c, l, n));
 		return strata_op1(be, STRATA_OP_ADD, &x, &x, &out);
 	}
-	RUN(matmul(be, it, 2));
+	RUN(ctx_matmul(be, it, 2));
 	RUN(strata_op1(be, STRATA_OP_SWIGLU, &hb, &hb, &hb2));
 	it[0] = (struct strata_matmul_item){ &L->w_down, &hb, NULL, &xn };
-	RUN(matmul(be, it, 1));
+	RUN(ctx_matmul(be, it, 1));
 	return strata_op1(be, STRATA_OP_ADD, &x, &x, &xn);
 }
 
@@ -256,15 +216,15 @@ static int head(struct strata_ctx *c, struct strata_backend **at, uint32_t first
 	struct strata_matmul_item it = { &c->output, &xn, NULL, &y };
 
 	RUN(move_x(c, at, be, n));
-	RUN(norm(be, &xn, &x, &c->output_norm, hp->rms_eps));
+	RUN(ctx_norm(be, &xn, &x, &c->output_norm, hp->rms_eps));
 	if (be == c->cpu)
-		return matmul(be, &it, 1);
+		return ctx_matmul(be, &it, 1);
 	for (uint32_t r = 0; r < rows; r += CTX_LOGIT_ROWS) {
 		const uint32_t k = rows - r < CTX_LOGIT_ROWS ? rows - r : CTX_LOGIT_ROWS;
 		struct strata_tensor xr = strata_t_cols(&xn, r, k), lg = strata_t_cols(&w->lg, 0, k);
 
 		it = (struct strata_matmul_item){ &c->output, &xr, NULL, &lg };
-		RUN(matmul(be, &it, 1));
+		RUN(ctx_matmul(be, &it, 1));
 		RUN(strata_backend_copy_out(be, &w->buf, w->lg.offset, out + (size_t)r * hp->n_vocab,
 					    (size_t)k * hp->n_vocab * sizeof(float), NULL));
 	}
@@ -309,6 +269,8 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 			return -EINVAL;
 		}
 	strata_seq_note_write(s, s->pos);
+	if (hp->arch == STRATA_ARCH_QWEN4EXP)
+		return strata_q4x_forward(s, tokens, n, logits, all_logits);
 	rc = embed(c, tokens, n);
 	if (!rc)
 		rc = layers(c, s, &at, n);

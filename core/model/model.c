@@ -14,25 +14,21 @@
 #include <unistd.h>
 
 #include "gguf/gguf.h"
+#include "model/load_int.h"
+#include "ple/ple.h"
 #include "util/clock.h"
 #include "util/log.h"
 
-struct loader {
-	struct strata_model *m;
-	const char *path;
-	char key[160];
-};
-
-static const char *arch_key(struct loader *l, const char *suffix)
+const char *strata_ld_key(struct loader *l, const char *suffix)
 {
 	snprintf(l->key, sizeof(l->key), "%s.%s", l->m->hp.arch_name, suffix);
 	return l->key;
 }
 
 /* A required u32 hyperparameter, > 0. */
-static int hp_u32(struct loader *l, const char *suffix, uint32_t *out)
+int strata_ld_u32(struct loader *l, const char *suffix, uint32_t *out)
 {
-	const char *key = arch_key(l, suffix);
+	const char *key = strata_ld_key(l, suffix);
 	int rc = strata_gguf_get_u32(l->m->gguf, key, out);
 
 	if (rc == -ENOENT) {
@@ -47,9 +43,9 @@ static int hp_u32(struct loader *l, const char *suffix, uint32_t *out)
 }
 
 /* An optional u32 hyperparameter: *out keeps its default when absent. */
-static int hp_u32_opt(struct loader *l, const char *suffix, uint32_t *out)
+int strata_ld_u32_opt(struct loader *l, const char *suffix, uint32_t *out)
 {
-	const char *key = arch_key(l, suffix);
+	const char *key = strata_ld_key(l, suffix);
 	uint32_t v;
 	int rc = strata_gguf_get_u32(l->m->gguf, key, &v);
 
@@ -63,9 +59,9 @@ static int hp_u32_opt(struct loader *l, const char *suffix, uint32_t *out)
 	return 0;
 }
 
-static int hp_f32_opt(struct loader *l, const char *suffix, float *out)
+int strata_ld_f32_opt(struct loader *l, const char *suffix, float *out)
 {
-	const char *key = arch_key(l, suffix);
+	const char *key = strata_ld_key(l, suffix);
 	float v;
 	int rc = strata_gguf_get_f32(l->m->gguf, key, &v);
 
@@ -79,7 +75,8 @@ static int hp_f32_opt(struct loader *l, const char *suffix, float *out)
 	return 0;
 }
 
-static const struct strata_gguf_tensor *find(struct loader *l, const char *name, int required)
+const struct strata_gguf_tensor *strata_ld_find(struct loader *l, const char *name,
+						 int required)
 {
 	const struct strata_gguf_tensor *t = strata_gguf_find_tensor(l->m->gguf, name);
 
@@ -102,10 +99,10 @@ static int check_shape(struct loader *l, const struct strata_gguf_tensor *t, con
 }
 
 /* A matrix of `rows` rows of `cols` values (GGUF shape [cols, rows]). */
-static int load_mat(struct loader *l, const char *name, int64_t cols, int64_t rows,
+int strata_ld_mat(struct loader *l, const char *name, int64_t cols, int64_t rows,
 		    struct strata_mat *out)
 {
-	const struct strata_gguf_tensor *t = find(l, name, 1);
+	const struct strata_gguf_tensor *t = strata_ld_find(l, name, 1);
 	int rc;
 
 	if (!t)
@@ -133,7 +130,7 @@ static int load_mat(struct loader *l, const char *name, int64_t cols, int64_t ro
 static int load_experts(struct loader *l, const char *name, int64_t cols, int64_t rows,
 			uint32_t n, struct strata_experts *out)
 {
-	const struct strata_gguf_tensor *t = find(l, name, 1);
+	const struct strata_gguf_tensor *t = strata_ld_find(l, name, 1);
 	int rc;
 
 	if (!t)
@@ -165,10 +162,10 @@ static int load_experts(struct loader *l, const char *name, int64_t cols, int64_
 }
 
 /* An F32 array of ne0 x ne1 values (norm weights, conv kernels, biases). */
-static int load_f32(struct loader *l, const char *name, int64_t ne0, int64_t ne1, int required,
+int strata_ld_f32(struct loader *l, const char *name, int64_t ne0, int64_t ne1, int required,
 		    const float **out)
 {
-	const struct strata_gguf_tensor *t = find(l, name, required);
+	const struct strata_gguf_tensor *t = strata_ld_find(l, name, required);
 	int rc;
 
 	*out = NULL;
@@ -190,10 +187,10 @@ static int load_f32(struct loader *l, const char *name, int64_t ne0, int64_t ne1
 }
 
 /* A vector of n F32 values. */
-static int load_vec(struct loader *l, const char *name, int64_t n, int required,
+int strata_ld_vec(struct loader *l, const char *name, int64_t n, int required,
 		    const float **out)
 {
-	return load_f32(l, name, n, 1, required, out);
+	return strata_ld_f32(l, name, n, 1, required, out);
 }
 
 /* The count of trailing MTP (nextn) layers: may be 0, so not through hp_u32_opt. */
@@ -201,7 +198,7 @@ static int load_nextn(struct loader *l)
 {
 	struct strata_hparams *hp = &l->m->hp;
 
-	strata_gguf_get_u32(l->m->gguf, arch_key(l, "nextn_predict_layers"), &hp->n_nextn);
+	strata_gguf_get_u32(l->m->gguf, strata_ld_key(l, "nextn_predict_layers"), &hp->n_nextn);
 	if (hp->n_nextn >= hp->n_layer || hp->n_dense_lead > hp->n_layer) {
 		strata_error("%s: %u nextn and %u leading dense layers do not fit %u layers",
 			     l->path, hp->n_nextn, hp->n_dense_lead, hp->n_layer);
@@ -219,8 +216,8 @@ static int load_qwen3next_moe_hparams(struct loader *l)
 	struct strata_hparams *hp = &l->m->hp;
 	int rc;
 
-	if ((rc = hp_u32_opt(l, "expert_shared_feed_forward_length", &hp->n_ff_shexp)) ||
-	    (rc = hp_f32_opt(l, "expert_weights_scale", &hp->expert_weights_scale)))
+	if ((rc = strata_ld_u32_opt(l, "expert_shared_feed_forward_length", &hp->n_ff_shexp)) ||
+	    (rc = strata_ld_f32_opt(l, "expert_weights_scale", &hp->expert_weights_scale)))
 		return rc;
 	return load_nextn(l);
 }
@@ -232,12 +229,12 @@ static int load_ssm_hparams(struct loader *l)
 	int rc;
 
 	hp->full_attn_interval = 4;
-	if ((rc = hp_u32(l, "ssm.conv_kernel", &hp->ssm_d_conv)) ||
-	    (rc = hp_u32(l, "ssm.state_size", &hp->ssm_d_state)) ||
-	    (rc = hp_u32(l, "ssm.group_count", &hp->ssm_n_group)) ||
-	    (rc = hp_u32(l, "ssm.time_step_rank", &hp->ssm_dt_rank)) ||
-	    (rc = hp_u32(l, "ssm.inner_size", &hp->ssm_d_inner)) ||
-	    (rc = hp_u32_opt(l, "full_attention_interval", &hp->full_attn_interval)))
+	if ((rc = strata_ld_u32(l, "ssm.conv_kernel", &hp->ssm_d_conv)) ||
+	    (rc = strata_ld_u32(l, "ssm.state_size", &hp->ssm_d_state)) ||
+	    (rc = strata_ld_u32(l, "ssm.group_count", &hp->ssm_n_group)) ||
+	    (rc = strata_ld_u32(l, "ssm.time_step_rank", &hp->ssm_dt_rank)) ||
+	    (rc = strata_ld_u32(l, "ssm.inner_size", &hp->ssm_d_inner)) ||
+	    (rc = strata_ld_u32_opt(l, "full_attention_interval", &hp->full_attn_interval)))
 		return rc;
 	if (hp->ssm_dt_rank % hp->ssm_n_group || hp->ssm_d_inner % hp->ssm_dt_rank) {
 		strata_error("%s: ssm.time_step_rank %u must be a multiple of ssm.group_count %u "
@@ -260,9 +257,9 @@ static int load_moe_hparams(struct loader *l)
 	uint32_t shared = 1, gating = 0;
 	int rc, norm = 1;
 
-	if ((rc = hp_u32(l, "expert_count", &hp->n_expert)) ||
-	    (rc = hp_u32(l, "expert_used_count", &hp->n_expert_used)) ||
-	    (rc = hp_u32(l, "expert_feed_forward_length", &hp->n_ff_exp)))
+	if ((rc = strata_ld_u32(l, "expert_count", &hp->n_expert)) ||
+	    (rc = strata_ld_u32(l, "expert_used_count", &hp->n_expert_used)) ||
+	    (rc = strata_ld_u32(l, "expert_feed_forward_length", &hp->n_ff_exp)))
 		return rc;
 	if (hp->n_expert_used > hp->n_expert) {
 		strata_error("%s: expert_used_count %u exceeds expert_count %u", l->path,
@@ -274,11 +271,14 @@ static int load_moe_hparams(struct loader *l)
 	hp->expert_weights_scale = 1.0f;
 	if (hp->arch == STRATA_ARCH_QWEN3NEXT)
 		return load_qwen3next_moe_hparams(l);
+	if (hp->arch == STRATA_ARCH_QWEN4EXP) /* llama.cpp reads no weights scale for it */
+		return strata_ld_u32_opt(l, "expert_shared_feed_forward_length", &hp->n_ff_shexp) ||
+		       load_nextn(l) ? -EINVAL : 0;
 	if (hp->arch != STRATA_ARCH_GLM4MOE)
 		return 0;
-	if ((rc = hp_u32_opt(l, "expert_shared_count", &shared)) ||
-	    (rc = hp_u32_opt(l, "expert_gating_func", &gating)) ||
-	    (rc = hp_f32_opt(l, "expert_weights_scale", &hp->expert_weights_scale)))
+	if ((rc = strata_ld_u32_opt(l, "expert_shared_count", &shared)) ||
+	    (rc = strata_ld_u32_opt(l, "expert_gating_func", &gating)) ||
+	    (rc = strata_ld_f32_opt(l, "expert_weights_scale", &hp->expert_weights_scale)))
 		return rc;
 	hp->n_ff_shexp = hp->n_ff_exp * shared;
 	if (gating == STRATA_GATING_SOFTMAX || gating == STRATA_GATING_SIGMOID)
@@ -287,12 +287,12 @@ static int load_moe_hparams(struct loader *l)
 		strata_error("%s: unknown expert_gating_func %u", l->path, gating);
 		return -ENOTSUP;
 	}
-	if (strata_gguf_get_bool(l->m->gguf, arch_key(l, "expert_weights_norm"), &norm) == 0)
+	if (strata_gguf_get_bool(l->m->gguf, strata_ld_key(l, "expert_weights_norm"), &norm) == 0)
 		hp->expert_weights_norm = norm;
 	else
 		hp->expert_weights_norm = 0;
 	/* Counts may be 0 here, so read them directly rather than through hp_u32_opt. */
-	strata_gguf_get_u32(l->m->gguf, arch_key(l, "leading_dense_block_count"),
+	strata_gguf_get_u32(l->m->gguf, strata_ld_key(l, "leading_dense_block_count"),
 			    &hp->n_dense_lead);
 	return load_nextn(l);
 }
@@ -303,15 +303,15 @@ static int load_hparams(struct loader *l)
 	uint32_t v;
 	int rc;
 
-	if ((rc = hp_u32(l, "embedding_length", &hp->n_embd)) ||
-	    (rc = hp_u32(l, "block_count", &hp->n_layer)) ||
-	    (rc = hp_u32(l, "feed_forward_length", &hp->n_ff)) ||
-	    (rc = hp_u32(l, "attention.head_count", &hp->n_head)))
+	if ((rc = strata_ld_u32(l, "embedding_length", &hp->n_embd)) ||
+	    (rc = strata_ld_u32(l, "block_count", &hp->n_layer)) ||
+	    (rc = strata_ld_u32(l, "feed_forward_length", &hp->n_ff)) ||
+	    (rc = strata_ld_u32(l, "attention.head_count", &hp->n_head)))
 		return rc;
 	hp->n_head_kv = hp->n_head;
 	hp->n_ctx_train = 2048;
-	if ((rc = hp_u32_opt(l, "attention.head_count_kv", &hp->n_head_kv)) ||
-	    (rc = hp_u32_opt(l, "context_length", &hp->n_ctx_train)))
+	if ((rc = strata_ld_u32_opt(l, "attention.head_count_kv", &hp->n_head_kv)) ||
+	    (rc = strata_ld_u32_opt(l, "context_length", &hp->n_ctx_train)))
 		return rc;
 	if (hp->n_head % hp->n_head_kv) {
 		strata_error("%s: head_count %u is not a multiple of head_count_kv %u", l->path,
@@ -319,18 +319,18 @@ static int load_hparams(struct loader *l)
 		return -EINVAL;
 	}
 	if (hp->n_embd % hp->n_head && strata_gguf_find_key(l->m->gguf,
-			arch_key(l, "attention.key_length")) < 0) {
+			strata_ld_key(l, "attention.key_length")) < 0) {
 		strata_error("%s: embedding_length %u is not a multiple of head_count %u",
 			     l->path, hp->n_embd, hp->n_head);
 		return -EINVAL;
 	}
 	hp->head_dim = hp->n_embd / hp->n_head;
-	if ((rc = hp_u32_opt(l, "attention.key_length", &hp->head_dim)))
+	if ((rc = strata_ld_u32_opt(l, "attention.key_length", &hp->head_dim)))
 		return rc;
 	hp->head_dim_v = hp->head_dim;
 	hp->n_rot = hp->head_dim;
-	if ((rc = hp_u32_opt(l, "attention.value_length", &hp->head_dim_v)) ||
-	    (rc = hp_u32_opt(l, "rope.dimension_count", &hp->n_rot)))
+	if ((rc = strata_ld_u32_opt(l, "attention.value_length", &hp->head_dim_v)) ||
+	    (rc = strata_ld_u32_opt(l, "rope.dimension_count", &hp->n_rot)))
 		return rc;
 	if (hp->n_rot > hp->head_dim || hp->n_rot % 2) {
 		strata_error("%s: rope.dimension_count %u must be even and <= head size %u",
@@ -340,16 +340,16 @@ static int load_hparams(struct loader *l)
 	hp->rope_base = 10000.0f;
 	hp->rms_eps = 1e-5f;
 	hp->rope_freq_scale = 1.0f;
-	if ((rc = hp_f32_opt(l, "rope.freq_base", &hp->rope_base)) ||
-	    (rc = hp_f32_opt(l, "attention.layer_norm_rms_epsilon", &hp->rms_eps)))
+	if ((rc = strata_ld_f32_opt(l, "rope.freq_base", &hp->rope_base)) ||
+	    (rc = strata_ld_f32_opt(l, "attention.layer_norm_rms_epsilon", &hp->rms_eps)))
 		return rc;
 	{
 		struct strata_str type;
 		float factor = 0.0f;
 
-		if (strata_gguf_get_str(l->m->gguf, arch_key(l, "rope.scaling.type"), &type) == 0 &&
+		if (strata_gguf_get_str(l->m->gguf, strata_ld_key(l, "rope.scaling.type"), &type) == 0 &&
 		    strata_str_eq(type, "linear") &&
-		    hp_f32_opt(l, "rope.scaling.factor", &factor) == 0 && factor > 0.0f)
+		    strata_ld_f32_opt(l, "rope.scaling.factor", &factor) == 0 && factor > 0.0f)
 			hp->rope_freq_scale = 1.0f / factor;
 	}
 	hp->rope_type = hp->arch == STRATA_ARCH_LLAMA ? STRATA_ROPE_NORM : STRATA_ROPE_NEOX;
@@ -358,6 +358,8 @@ static int load_hparams(struct loader *l)
 		return 0;
 	if ((rc = load_moe_hparams(l)))
 		return rc;
+	if (hp->arch == STRATA_ARCH_QWEN4EXP)
+		return (rc = load_ssm_hparams(l)) ? rc : strata_q4x_load_hparams(l);
 	return hp->arch == STRATA_ARCH_QWEN3NEXT ? load_ssm_hparams(l) : 0;
 }
 
@@ -376,16 +378,16 @@ static int load_attention(struct loader *l, uint32_t i)
 	char name[96];
 	int rc;
 
-	if ((rc = load_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)) ||
-	    (rc = load_mat(l, T("attn_q.weight"), e, qrows, &L->wq)) ||
-	    (rc = load_mat(l, T("attn_k.weight"), e, kv, &L->wk)) ||
-	    (rc = load_mat(l, T("attn_v.weight"), e, vv, &L->wv)) ||
-	    (rc = load_mat(l, T("attn_output.weight"), o, e, &L->wo)) ||
-	    (rc = load_vec(l, T("attn_q.bias"), q, 0, &L->bq)) ||
-	    (rc = load_vec(l, T("attn_k.bias"), kv, 0, &L->bk)) ||
-	    (rc = load_vec(l, T("attn_v.bias"), vv, 0, &L->bv)) ||
-	    (rc = load_vec(l, T("attn_q_norm.weight"), hp->head_dim, qk_norm, &L->q_norm)) ||
-	    (rc = load_vec(l, T("attn_k_norm.weight"), hp->head_dim, qk_norm, &L->k_norm)))
+	if ((rc = strata_ld_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)) ||
+	    (rc = strata_ld_mat(l, T("attn_q.weight"), e, qrows, &L->wq)) ||
+	    (rc = strata_ld_mat(l, T("attn_k.weight"), e, kv, &L->wk)) ||
+	    (rc = strata_ld_mat(l, T("attn_v.weight"), e, vv, &L->wv)) ||
+	    (rc = strata_ld_mat(l, T("attn_output.weight"), o, e, &L->wo)) ||
+	    (rc = strata_ld_vec(l, T("attn_q.bias"), q, 0, &L->bq)) ||
+	    (rc = strata_ld_vec(l, T("attn_k.bias"), kv, 0, &L->bk)) ||
+	    (rc = strata_ld_vec(l, T("attn_v.bias"), vv, 0, &L->bv)) ||
+	    (rc = strata_ld_vec(l, T("attn_q_norm.weight"), hp->head_dim, qk_norm, &L->q_norm)) ||
+	    (rc = strata_ld_vec(l, T("attn_k_norm.weight"), hp->head_dim, qk_norm, &L->k_norm)))
 		return rc;
 	return 0;
 }
@@ -401,26 +403,26 @@ static int load_deltanet(struct loader *l, uint32_t i)
 	char name[96];
 	int rc;
 
-	if ((rc = load_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)))
+	if ((rc = strata_ld_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)))
 		return rc;
-	if (!find(l, T("attn_qkv.weight"), 0) && find(l, T("ssm_in.weight"), 0)) {
+	if (!strata_ld_find(l, T("attn_qkv.weight"), 0) && strata_ld_find(l, T("ssm_in.weight"), 0)) {
 		dn->fused = 1;
-		rc = load_mat(l, T("ssm_in.weight"), e, ch + vd, &dn->wqkvz);
-	} else if (!(rc = load_mat(l, T("attn_qkv.weight"), e, ch, &dn->wqkv))) {
-		rc = load_mat(l, T("attn_gate.weight"), e, vd, &dn->wz);
+		rc = strata_ld_mat(l, T("ssm_in.weight"), e, ch + vd, &dn->wqkvz);
+	} else if (!(rc = strata_ld_mat(l, T("attn_qkv.weight"), e, ch, &dn->wqkv))) {
+		rc = strata_ld_mat(l, T("attn_gate.weight"), e, vd, &dn->wz);
 	}
 	if (rc ||
-	    (rc = load_mat(l, T("ssm_ba.weight"), e, 2 * nv, &dn->wba)) ||
-	    (rc = load_f32(l, T("ssm_conv1d.weight"), hp->ssm_d_conv, ch, 1, &dn->conv)) ||
-	    (rc = load_vec(l, T("ssm_dt.bias"), nv, 1, &dn->dt_bias)) ||
-	    (rc = load_vec(l, T("ssm_a"), nv, 1, &dn->a)) ||
-	    (rc = load_vec(l, T("ssm_norm.weight"), hp->ssm_head_v, 1, &dn->norm)) ||
-	    (rc = load_mat(l, T("ssm_out.weight"), vd, e, &dn->wout)))
+	    (rc = strata_ld_mat(l, T("ssm_ba.weight"), e, 2 * nv, &dn->wba)) ||
+	    (rc = strata_ld_f32(l, T("ssm_conv1d.weight"), hp->ssm_d_conv, ch, 1, &dn->conv)) ||
+	    (rc = strata_ld_vec(l, T("ssm_dt.bias"), nv, 1, &dn->dt_bias)) ||
+	    (rc = strata_ld_vec(l, T("ssm_a"), nv, 1, &dn->a)) ||
+	    (rc = strata_ld_vec(l, T("ssm_norm.weight"), hp->ssm_head_v, 1, &dn->norm)) ||
+	    (rc = strata_ld_mat(l, T("ssm_out.weight"), vd, e, &dn->wout)))
 		return rc;
 	return 0;
 }
 
-static int load_moe(struct loader *l, uint32_t i)
+int strata_ld_moe(struct loader *l, uint32_t i)
 {
 	const struct strata_hparams *hp = &l->m->hp;
 	struct strata_layer *L = &l->m->layers[i];
@@ -429,23 +431,23 @@ static int load_moe(struct loader *l, uint32_t i)
 	int rc;
 
 	L->moe = 1;
-	if ((rc = load_mat(l, T("ffn_gate_inp.weight"), e, hp->n_expert, &L->gate_inp)) ||
+	if ((rc = strata_ld_mat(l, T("ffn_gate_inp.weight"), e, hp->n_expert, &L->gate_inp)) ||
 	    (rc = load_experts(l, T("ffn_gate_exps.weight"), e, f, hp->n_expert, &L->gate_exps)) ||
 	    (rc = load_experts(l, T("ffn_up_exps.weight"), e, f, hp->n_expert, &L->up_exps)) ||
 	    (rc = load_experts(l, T("ffn_down_exps.weight"), f, e, hp->n_expert, &L->down_exps)) ||
-	    (rc = load_vec(l, T("exp_probs_b.bias"), hp->n_expert, 0, &L->exp_probs_b)))
+	    (rc = strata_ld_vec(l, T("exp_probs_b.bias"), hp->n_expert, 0, &L->exp_probs_b)))
 		return rc;
 	if (hp->n_ff_shexp == 0)
 		return 0;
 	L->has_shexp = 1;
-	if ((rc = load_mat(l, T("ffn_gate_shexp.weight"), e, hp->n_ff_shexp, &L->gate_shexp)) ||
-	    (rc = load_mat(l, T("ffn_up_shexp.weight"), e, hp->n_ff_shexp, &L->up_shexp)) ||
-	    (rc = load_mat(l, T("ffn_down_shexp.weight"), hp->n_ff_shexp, e, &L->down_shexp)))
+	if ((rc = strata_ld_mat(l, T("ffn_gate_shexp.weight"), e, hp->n_ff_shexp, &L->gate_shexp)) ||
+	    (rc = strata_ld_mat(l, T("ffn_up_shexp.weight"), e, hp->n_ff_shexp, &L->up_shexp)) ||
+	    (rc = strata_ld_mat(l, T("ffn_down_shexp.weight"), hp->n_ff_shexp, e, &L->down_shexp)))
 		return rc;
-	if (hp->arch != STRATA_ARCH_QWEN3NEXT)
+	if (hp->arch != STRATA_ARCH_QWEN3NEXT && hp->arch != STRATA_ARCH_QWEN4EXP)
 		return 0;
 	L->has_shexp_gate = 1;
-	return load_mat(l, T("ffn_gate_inp_shexp.weight"), e, 1, &L->gate_inp_shexp);
+	return strata_ld_mat(l, T("ffn_gate_inp_shexp.weight"), e, 1, &L->gate_inp_shexp);
 }
 
 static int load_layer(struct loader *l, uint32_t i)
@@ -458,6 +460,8 @@ static int load_layer(struct loader *l, uint32_t i)
 	char name[96];
 	int rc;
 
+	if (hp->arch == STRATA_ARCH_QWEN4EXP)
+		return strata_q4x_load_layer(l, i);
 	if (hp->arch == STRATA_ARCH_QWEN3NEXT) {
 		/* Linear attention but on every interval-th layer; MTP layers attend fully. */
 		L->recurrent = i < hp->n_layer - hp->n_nextn &&
@@ -467,23 +471,23 @@ static int load_layer(struct loader *l, uint32_t i)
 	if ((rc = L->recurrent ? load_deltanet(l, i) : load_attention(l, i)))
 		return rc;
 	snprintf(name, sizeof(name), "blk.%u.%s", i, norm);
-	if ((rc = load_vec(l, name, e, 1, &L->ffn_norm)))
+	if ((rc = strata_ld_vec(l, name, e, 1, &L->ffn_norm)))
 		return rc;
 	if (hp->n_expert && i >= hp->n_dense_lead) {
-		rc = load_moe(l, i);
+		rc = strata_ld_moe(l, i);
 	} else {
-		if ((rc = load_mat(l, T("ffn_gate.weight"), e, hp->n_ff, &L->w_gate)) ||
-		    (rc = load_mat(l, T("ffn_up.weight"), e, hp->n_ff, &L->w_up)))
+		if ((rc = strata_ld_mat(l, T("ffn_gate.weight"), e, hp->n_ff, &L->w_gate)) ||
+		    (rc = strata_ld_mat(l, T("ffn_up.weight"), e, hp->n_ff, &L->w_up)))
 			return rc;
-		rc = load_mat(l, T("ffn_down.weight"), hp->n_ff, e, &L->w_down);
+		rc = strata_ld_mat(l, T("ffn_down.weight"), hp->n_ff, e, &L->w_down);
 	}
 	if (rc || i < hp->n_layer - hp->n_nextn)
 		return rc;
 	/* The MTP head: kept for speculative decoding, skipped by the forward pass. */
-	if ((rc = load_mat(l, T("nextn.eh_proj.weight"), 2 * e, e, &L->nextn.eh_proj)) ||
-	    (rc = load_vec(l, T("nextn.enorm.weight"), e, 1, &L->nextn.enorm)) ||
-	    (rc = load_vec(l, T("nextn.hnorm.weight"), e, 1, &L->nextn.hnorm)) ||
-	    (rc = load_vec(l, T("nextn.shared_head_norm.weight"), e, 0,
+	if ((rc = strata_ld_mat(l, T("nextn.eh_proj.weight"), 2 * e, e, &L->nextn.eh_proj)) ||
+	    (rc = strata_ld_vec(l, T("nextn.enorm.weight"), e, 1, &L->nextn.enorm)) ||
+	    (rc = strata_ld_vec(l, T("nextn.hnorm.weight"), e, 1, &L->nextn.hnorm)) ||
+	    (rc = strata_ld_vec(l, T("nextn.shared_head_norm.weight"), e, 0,
 			   &L->nextn.shared_head_norm)))
 		return rc;
 	return 0;
@@ -497,7 +501,7 @@ static int load_weights(struct loader *l)
 	const struct strata_gguf_tensor *t;
 	int rc;
 
-	t = find(l, "token_embd.weight", 1);
+	t = strata_ld_find(l, "token_embd.weight", 1);
 	if (!t)
 		return -EINVAL;
 	if (t->n_dims != 2 || t->ne[1] < 1 || t->ne[1] > INT32_MAX) {
@@ -505,17 +509,21 @@ static int load_weights(struct loader *l)
 		return -EINVAL;
 	}
 	m->hp.n_vocab = (uint32_t)t->ne[1];
-	if ((rc = load_mat(l, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)) ||
-	    (rc = load_vec(l, "output_norm.weight", hp->n_embd, 1, &m->output_norm)))
+	if ((rc = strata_ld_mat(l, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)))
 		return rc;
-	if (find(l, "output.weight", 0)) {
-		rc = load_mat(l, "output.weight", hp->n_embd, hp->n_vocab, &m->output);
+	/* qwen4exp has no output norm: its output mixer (hc_head) is one */
+	if (hp->arch == STRATA_ARCH_QWEN4EXP ? (rc = strata_q4x_load_globals(l))
+					     : (rc = strata_ld_vec(l, "output_norm.weight", hp->n_embd,
+								   1, &m->output_norm)))
+		return rc;
+	if (strata_ld_find(l, "output.weight", 0)) {
+		rc = strata_ld_mat(l, "output.weight", hp->n_embd, hp->n_vocab, &m->output);
 		if (rc)
 			return rc;
 	} else {
 		m->output = m->tok_embd; /* tied embeddings */
 	}
-	if ((rc = load_vec(l, "rope_freqs.weight", hp->n_rot / 2, 0, &m->rope_freqs)))
+	if ((rc = strata_ld_vec(l, "rope_freqs.weight", hp->n_rot / 2, 0, &m->rope_freqs)))
 		return rc;
 	/* Each layer has tensors of its own: a block_count past the tensor count is
 	 * corrupt, and must not size an allocation (the fuzzer asked for 140 GB). */
@@ -533,9 +541,14 @@ static int load_weights(struct loader *l)
 	return 0;
 }
 
-/* Streamed experts are never paged in: that is what streaming them is for. */
+/*
+ * Streamed experts are never paged in: that is what streaming them is for.
+ * Nor is qwen4exp's PLE table, far larger than RAM, read row by row.
+ */
 static int prefault_skip(const struct strata_gguf_tensor *t, unsigned flags)
 {
+	if (strata_str_eq(t->name, STRATA_PLE_TENSOR))
+		return 1;
 	return (flags & STRATA_MODEL_STREAM_EXPERTS) && t->name.len > 5 &&
 	       memmem(t->name.s, t->name.len, "_exps.", 6) != NULL;
 }
@@ -602,6 +615,7 @@ static const struct {
 	{ "qwen3moe", STRATA_ARCH_QWEN3MOE },
 	{ "glm4moe", STRATA_ARCH_GLM4MOE },
 	{ "qwen3next", STRATA_ARCH_QWEN3NEXT },
+	{ "qwen4exp", STRATA_ARCH_QWEN4EXP },
 };
 
 int strata_model_load(const char *path, struct strata_model **out)
@@ -635,7 +649,7 @@ int strata_model_load_ex(const char *path, unsigned flags, struct strata_model *
 		}
 	if (!l.m->hp.arch) {
 		strata_error("%s: architecture '%.*s' is not supported (supported: llama, qwen3moe, "
-			     "glm4moe, qwen3next)", path, (int)(arch.len > 64 ? 64 : arch.len), arch.s);
+			     "glm4moe, qwen3next, qwen4exp)", path, (int)(arch.len > 64 ? 64 : arch.len), arch.s);
 		rc = -ENOTSUP;
 		goto fail;
 	}

@@ -20,6 +20,7 @@ enum strata_arch {
 	STRATA_ARCH_QWEN3MOE = 2,
 	STRATA_ARCH_GLM4MOE = 3,
 	STRATA_ARCH_QWEN3NEXT = 4,
+	STRATA_ARCH_QWEN4EXP = 5,
 };
 
 /* How router logits become expert weights (GGUF expert_gating_func). */
@@ -47,12 +48,7 @@ static inline struct strata_mat strata_expert(const struct strata_experts *x, ui
 	return m;
 }
 
-/* The glm4moe multi-token-prediction (nextn) layer: loaded and kept for MTP. */
-struct strata_nextn {
-	struct strata_mat eh_proj;     /* n_embd x 2*n_embd */
-	const float *enorm, *hnorm;    /* [n_embd] */
-	const float *shared_head_norm; /* [n_embd] */
-};
+
 
 enum strata_rope_type {
 	STRATA_ROPE_NORM = 0, /* rotate adjacent pairs (llama's GGUF layout) */
@@ -80,6 +76,41 @@ struct strata_deltanet {
 	const float *a;          /* [nv] -exp(A_log): the decay's rate */
 	const float *norm;       /* [dv] gated RMSNorm weight */
 	struct strata_mat wout;  /* n_embd x nv*dv (ssm_out) */
+};
+
+/*
+ * A hyper-connection module (qwen4exp): the hc residual streams of a token
+ * ([n_embd * hc]) normed per stream (norm: [n_embd * hc], stream c's
+ * weights at c * n_embd), gated through a low-rank pair (down: lr x
+ * n_embd*hc, up: n_embd*hc x lr) and averaged into the block's input;
+ * inject (hc x n_embd*hc) weighs the block's output per stream.
+ */
+struct strata_hc {
+	const float *norm;
+	struct strata_mat down, up, inject;
+};
+
+/* qwen4exp's per-layer extras: hyper-connections, the PLE fusion, the QSA indexer. */
+struct strata_q4x_layer {
+	struct strata_hc hc_attn, hc_ffn;
+	uint32_t compress_ratio;   /* QSA block size; 0: dense attention */
+	struct strata_mat idx_q;   /* indexer queries: heads*d x n_embd */
+	struct strata_mat idx_k;   /* indexer key: d x n_embd */
+	const float *idx_q_norm, *idx_k_norm; /* [d] */
+	struct strata_mat beta, alpha;        /* DeltaNet b and a: nv x n_embd each */
+	int ple;                   /* the PLE fusion runs before this layer's mixer */
+	struct strata_mat ple_key;            /* n_embd*hc x n_embd */
+	struct strata_mat ple_value;          /* n_embd x n_embd */
+	const float *ple_norm_key, *ple_norm_query, *ple_norm_conv; /* [n_embd * hc] */
+	const float *ple_conv;                /* [n_embd*hc][kernel] */
+};
+
+/* The multi-token-prediction (nextn) layer of glm4moe, qwen3next, qwen4exp: kept for MTP. */
+struct strata_nextn {
+	struct strata_mat eh_proj;     /* n_embd x 2*n_embd */
+	const float *enorm, *hnorm;    /* [n_embd] (qwen4exp's hnorm: [n_embd * hc]) */
+	const float *shared_head_norm; /* [n_embd] */
+	struct strata_hc hc_head;      /* qwen4exp: the block's own output mixer */
 };
 
 struct strata_layer {
@@ -110,6 +141,24 @@ struct strata_layer {
 	int has_shexp_gate;                  /* shared expert scaled by sigmoid(gate_inp_shexp.x) */
 	struct strata_mat gate_inp_shexp;    /* 1 x n_embd */
 	struct strata_nextn nextn;           /* only in nextn layers */
+	struct strata_q4x_layer q4x;         /* qwen4exp only */
+};
+
+/* qwen4exp's hyperparameters (model->hp.q4x). */
+struct strata_q4x_hparams {
+	uint32_t hc;             /* hyper_connection.count: residual streams */
+	uint32_t hc_lr;          /* hyper_connection.low_rank */
+	uint32_t idx_heads;      /* attention.indexer.head_count */
+	uint32_t idx_dim;        /* attention.indexer.key_length */
+	uint32_t idx_top_k;      /* attention.indexer.top_k */
+	uint32_t rope_sections[4];
+	/* PLE (ple_layer < n_layer when present) */
+	uint32_t ple_layer;
+	uint32_t ple_ngram;      /* ple.ngram_size: 3 */
+	uint32_t ple_heads;      /* rows per token: (ngram - 1) * heads_per_ngram = 16 */
+	uint32_t ple_conv_k;     /* ple.conv_kernel */
+	uint32_t ple_head_dim;   /* embedding_length_per_layer_input: values per row */
+	uint32_t ple_eos;        /* ple.eos_token_id: cuts the n-gram context */
 };
 
 struct strata_hparams {
@@ -147,6 +196,7 @@ struct strata_hparams {
 	uint32_t ssm_d_inner;    /* nv * dv */
 	uint32_t ssm_head_v;     /* dv */
 	uint32_t full_attn_interval; /* layer i attends fully when (i+1) % interval == 0 */
+	struct strata_q4x_hparams q4x; /* qwen4exp */
 };
 
 struct strata_model {
@@ -156,6 +206,8 @@ struct strata_model {
 	const float *output_norm;     /* [n_embd] */
 	struct strata_mat output;     /* n_vocab x n_embd (tok_embd when tied) */
 	const float *rope_freqs;      /* [n_rot/2] or NULL (llama-3 style factors) */
+	struct strata_hc hc_head;     /* qwen4exp: the output mixer (no inject), in place of output_norm */
+	struct strata_mat ple_table;  /* qwen4exp: per_layer_token_embd, rows of ple_head_dim */
 	struct strata_layer *layers;  /* [n_layer] */
 	uint64_t n_params;
 	uint64_t weight_bytes;

@@ -82,7 +82,7 @@ static size_t t_bytes(const struct strata_tensor *t)
 }
 
 /* The dense tensors of a layer, for uploads and byte counts. */
-#define N_DENSE 29
+#define N_DENSE 49
 static void dense_list(struct pl_layer *L, struct strata_tensor **v)
 {
 	struct strata_tensor *all[N_DENSE] = {
@@ -91,6 +91,11 @@ static void dense_list(struct pl_layer *L, struct strata_tensor **v)
 		&L->gate_inp, &L->exp_probs_b, &L->gate_shexp, &L->up_shexp, &L->down_shexp,
 		&L->gate_inp_shexp, &L->dn_wqkv, &L->dn_wz, &L->dn_wqkvz, &L->dn_wba, &L->dn_conv,
 		&L->dn_dt_bias, &L->dn_a, &L->dn_norm, &L->dn_wout,
+		/* qwen4exp */
+		&L->hc_attn[0], &L->hc_attn[1], &L->hc_attn[2], &L->hc_attn[3], &L->hc_ffn[0],
+		&L->hc_ffn[1], &L->hc_ffn[2], &L->hc_ffn[3], &L->idx_q, &L->idx_k, &L->idx_q_norm,
+		&L->idx_k_norm, &L->dn_beta, &L->dn_alpha, &L->ple_key, &L->ple_value, &L->ple_nk,
+		&L->ple_nq, &L->ple_nc, &L->ple_conv,
 	};
 
 	memcpy(v, all, sizeof(all));
@@ -99,7 +104,46 @@ static void dense_list(struct pl_layer *L, struct strata_tensor **v)
 /* 1 for the entries of dense_list that are MATMUL weights (the rest are F32 operands). */
 static const uint8_t g_product[N_DENSE] = {
 	0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,
+	0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0,
 };
+
+/* A hyper-connection module's tensors: norm, down, up, inject. */
+static void h_hc(struct strata_ctx *c, const struct strata_hc *hc, struct strata_tensor *t)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+
+	t[0] = h_f32(c, hc->norm, (int64_t)hp->n_embd * hp->q4x.hc, 1);
+	t[1] = h_mat(c, &hc->down);
+	t[2] = h_mat(c, &hc->up);
+	if (hc->inject.data)
+		t[3] = h_mat(c, &hc->inject);
+}
+
+/* qwen4exp's own tensors of layer l. */
+static void host_layer_q4x(struct strata_ctx *c, uint32_t l)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	const struct strata_q4x_layer *X = &c->m->layers[l].q4x;
+	struct pl_layer *L = &c->L[l];
+	const int64_t wide = (int64_t)hp->n_embd * hp->q4x.hc;
+
+	h_hc(c, &X->hc_attn, L->hc_attn);
+	h_hc(c, &X->hc_ffn, L->hc_ffn);
+	L->idx_q = h_mat(c, &X->idx_q);
+	L->idx_k = h_mat(c, &X->idx_k);
+	L->idx_q_norm = h_f32(c, X->idx_q_norm, hp->q4x.idx_dim, 1);
+	L->idx_k_norm = h_f32(c, X->idx_k_norm, hp->q4x.idx_dim, 1);
+	L->dn_beta = h_mat(c, &X->beta);
+	L->dn_alpha = h_mat(c, &X->alpha);
+	if (!X->ple)
+		return;
+	L->ple_key = h_mat(c, &X->ple_key);
+	L->ple_value = h_mat(c, &X->ple_value);
+	L->ple_nk = h_f32(c, X->ple_norm_key, wide, 1);
+	L->ple_nq = h_f32(c, X->ple_norm_query, wide, 1);
+	L->ple_nc = h_f32(c, X->ple_norm_conv, wide, 1);
+	L->ple_conv = h_f32(c, X->ple_conv, hp->q4x.ple_conv_k, wide);
+}
 
 static void host_layer(struct strata_ctx *c, uint32_t l)
 {
@@ -151,6 +195,8 @@ static void host_layer(struct strata_ctx *c, uint32_t l)
 		L->w_up = h_mat(c, &M->w_up);
 		L->w_down = h_mat(c, &M->w_down);
 	}
+	if (hp->arch == STRATA_ARCH_QWEN4EXP)
+		host_layer_q4x(c, l);
 	dense_list(L, v);
 	for (int i = 0; i < N_DENSE; i++)
 		L->dense_bytes += v[i]->buf ? align_up(t_bytes(v[i])) : 0;
@@ -167,11 +213,16 @@ size_t strata_layer_state_bytes(const struct strata_model *m, uint32_t l, uint32
 
 	if (m->layers[l].recurrent) {
 		const size_t ch = 2 * (size_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
+		/* qwen4exp's PLE layer keeps its conv's history too */
+		const size_t ple = m->layers[l].q4x.ple ? (size_t)strata_q4x_ple_hist_len(hp) *
+								  hp->n_embd * hp->q4x.hc : 0;
 
 		return 4 * ((hp->ssm_d_conv - 1) * ch +
-			    (size_t)hp->ssm_dt_rank * hp->ssm_d_state * hp->ssm_head_v);
+			    (size_t)hp->ssm_dt_rank * hp->ssm_d_state * hp->ssm_head_v + ple);
 	}
-	return 4 * stride * hp->n_head_kv * ((size_t)hp->head_dim + hp->head_dim_v);
+	/* qwen4exp's sparse-attention layers keep every position's raw indexer key */
+	return 4 * stride * (hp->n_head_kv * ((size_t)hp->head_dim + hp->head_dim_v) +
+			     (m->layers[l].q4x.compress_ratio ? hp->q4x.idx_dim : 0));
 }
 
 /* ---- the device's share ----------------------------------------------------------- */
@@ -460,6 +511,16 @@ int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o)
 		for (uint32_t e = 0; e < hp->n_expert; e++)
 			c->L[l].dev_slot[e] = CTX_NONE;
 		host_layer(c, l);
+	}
+	if (hp->arch == STRATA_ARCH_QWEN4EXP) {
+		h_hc(c, &c->m->hc_head, c->hc_head);
+		c->ple_table = h_mat(c, &c->m->ple_table);
+		c->st.host_weight_bytes += t_bytes(&c->hc_head[1]) + t_bytes(&c->hc_head[2]);
+		if (o->device) { /* its streams and PLE rows do not cross a link yet */
+			strata_warn("qwen4exp runs on the CPU only in this version: the device is "
+				    "left unused");
+			return 0;
+		}
 	}
 	return o->device ? place_device(c, o) : 0;
 }

@@ -3,7 +3,8 @@
  * layers, truncation and snapshots.
  *
  * An F32 KV cache per attention layer (as llama.cpp's reference runs) and
- * the conv and recurrent states per DeltaNet layer, each allocated on the
+ * the conv and recurrent states per DeltaNet layer (qwen4exp: plus the raw
+ * indexer keys, the PLE conv's history and the n-gram history), each on the
  * backend placement gave the layer, so a device's layers find their state
  * on the device.  Scratch is the context's, not the sequence's.
  */
@@ -21,6 +22,7 @@ struct strata_seq_snapshot {
 	int saved;                /* holds a state */
 	int stale;                /* KV rows below pos were rewritten since the save */
 	float *state;             /* host copies of the DeltaNet states (NULL without) */
+	struct strata_ple_hist ple; /* qwen4exp: the n-gram history at pos */
 };
 
 /* A contiguous F32 tensor [ne0, ne1, ne2] at buf + off. */
@@ -49,6 +51,9 @@ static int alloc_layer(struct strata_seq *s, uint32_t l)
 		/* [head_dim, ctx, n_kv]: the backend lays the rows out as it likes inside */
 		S->k = t3(&S->buf, 0, hp->head_dim, s->stride, hp->n_head_kv);
 		S->v = t3(&S->buf, S->k.nb[3], hp->head_dim_v, s->stride, hp->n_head_kv);
+		if (s->m->layers[l].q4x.compress_ratio)
+			S->idx = strata_t_f32(&S->buf, S->k.nb[3] + S->v.nb[3], hp->q4x.idx_dim,
+					      s->stride);
 		return 0;
 	}
 	{
@@ -57,13 +62,19 @@ static int alloc_layer(struct strata_seq *s, uint32_t l)
 		S->conv = strata_t_f32(&S->buf, 0, ch, hp->ssm_d_conv - 1);
 		S->ssm = t3(&S->buf, S->conv.nb[2], hp->ssm_d_state, hp->ssm_head_v,
 			    hp->ssm_dt_rank);
+		if (s->m->layers[l].q4x.ple)
+			S->ple_hist = strata_t_f32(&S->buf, S->conv.nb[2] + S->ssm.nb[3],
+						   (int64_t)hp->n_embd * hp->q4x.hc,
+						   strata_q4x_ple_hist_len(hp));
 	}
 	s->n_dn++;
 	s->state_floats += bytes / sizeof(float);
 	/* The CPU's state buffers come zeroed; a device's fresh memory need not. */
 	if (S->be->is_cpu)
 		return 0;
-	if ((rc = strata_op1(S->be, STRATA_OP_FILL, &S->conv, NULL, NULL)))
+	if ((rc = strata_op1(S->be, STRATA_OP_FILL, &S->conv, NULL, NULL)) ||
+	    (t_has(&S->ple_hist) && (rc = strata_op1(S->be, STRATA_OP_FILL, &S->ple_hist, NULL,
+						      NULL))))
 		return rc;
 	return strata_op1(S->be, STRATA_OP_FILL, &S->ssm, NULL, NULL);
 }
@@ -90,6 +101,7 @@ int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **
 	s->n_ctx = n_ctx;
 	s->stride = (n_ctx + 15) & ~15u;
 	s->max_batch = c->max_batch < n_ctx ? c->max_batch : n_ctx;
+	strata_ple_hist_init(&c->ple_hash, &s->ple);
 	for (uint32_t l = 0; l < nl && !rc; l++)
 		if ((rc = alloc_layer(s, l)))
 			on_cpu = s->L[l].be->is_cpu;
@@ -141,7 +153,9 @@ static int zero_states(struct strata_seq *s)
 			continue;
 		}
 		if (!(rc = strata_op1(S->be, STRATA_OP_FILL, &S->conv, NULL, NULL)) &&
-		    !(rc = strata_op1(S->be, STRATA_OP_FILL, &S->ssm, NULL, NULL)))
+		    !(rc = strata_op1(S->be, STRATA_OP_FILL, &S->ssm, NULL, NULL)) &&
+		    !(t_has(&S->ple_hist) &&
+		      (rc = strata_op1(S->be, STRATA_OP_FILL, &S->ple_hist, NULL, NULL))))
 			rc = strata_backend_sync(S->be);
 	}
 	return rc;
@@ -155,6 +169,8 @@ int strata_seq_truncate(struct strata_seq *s, uint32_t pos)
 		return -EINVAL;
 	if (s->n_dn && pos == 0 && (rc = zero_states(s)))
 		return rc;
+	if (pos == 0)
+		strata_ple_hist_init(&s->c->ple_hash, &s->ple);
 	s->pos = pos;
 	return 0;
 }
@@ -237,6 +253,7 @@ int strata_seq_save(struct strata_seq *s, struct strata_seq_snapshot *snap)
 	if (s->n_dn && (rc = copy_states(s, snap->state, 1)))
 		return rc;
 	snap->pos = s->pos;
+	snap->ple = s->ple;
 	snap->saved = 1;
 	snap->stale = 0;
 	return 0;
@@ -253,6 +270,7 @@ int strata_seq_restore(struct strata_seq *s, const struct strata_seq_snapshot *s
 	if (s->n_dn && (rc = copy_states(s, snap->state, 0)))
 		return rc;
 	s->pos = snap->pos;
+	s->ple = snap->ple;
 	return 0;
 }
 

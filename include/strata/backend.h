@@ -10,7 +10,7 @@
  * keeps that weight) on the CPU.
  *
  * strata's op set is small and known (every architecture strata runs:
- * llama, qwen3moe, glm4moe, qwen3next), so this is not a graph library: the
+ * llama, qwen3moe, glm4moe, qwen3next, qwen4exp), so this is not a graph library: the
  * core issues ops one at a time, in order, on the backend that holds their
  * operands, and moves activations between backends with copies.
  *
@@ -200,7 +200,73 @@ enum strata_op_code {
 	 * order of i).
 	 */
 	STRATA_OP_MOE_COMBINE = 13,
-	STRATA_OP_COUNT = 14, /* codes below this exist in this header's version */
+	/*
+	 * ---- qwen4exp (Qwen3.8-Flash-Next) ----
+	 *
+	 * Hyper-connections keep hc residual streams per token, [n_embd * hc,
+	 * n] with stream c at values c*n_embd.. of each row (p.hc.n = hc).
+	 *
+	 * HC_PRE collapses them: dst [n_embd, n] = (1/hc) sum_c src[0]_c *
+	 * sigmoid(src[1]_c), with src[0] the normed streams and src[1] the
+	 * gates, both [n_embd * hc, n].
+	 */
+	STRATA_OP_HC_PRE = 14,
+	/*
+	 * HC_POST adds a block's output to every stream, scaled by the stream's
+	 * own weight: dst (== src[0], the streams [n_embd * hc, n]) +=
+	 * 2 * sigmoid(src[2][c, t] / hc) * src[1][:, t], with src[1] the block
+	 * output [n_embd, n] and src[2] the injection logits [hc, n].
+	 */
+	STRATA_OP_HC_POST = 15,
+	/* dst = silu(p.scale.s * src[0]), same shapes. */
+	STRATA_OP_SCALE_SILU = 16,
+	/*
+	 * The PLE gate: src[0] key and src[1] query, both [n_embd * hc, n]
+	 * (already normed), src[2] value [n_embd, n]; per stream c, with s =
+	 * <key_c, query_c> / sqrt(n_embd), dst_c = sigmoid(sign(s) *
+	 * sqrt(max(|s|, 1e-6))) * value.  dst: [n_embd * hc, n].
+	 */
+	STRATA_OP_PLE_GATE = 17,
+	/*
+	 * Depthwise causal dilated convolution with SiLU, continuing a history:
+	 * src[0] x [C, n]; src[1] history [C, (K - 1) * d] (the inputs before
+	 * x, oldest first; updated to the last ones); src[2] kernel [K, C]
+	 * (F32); dst [C, n]: dst[c, t] = silu(sum_k w[k, c] * x[c, t - (K - 1
+	 * - k) * d]), reading the history before t = 0.  d = p.conv.dilation.
+	 */
+	STRATA_OP_CONV_SILU = 18,
+	/*
+	 * The Gated DeltaNet in qwen4exp's form: as STRATA_OP_DELTANET, except
+	 * that value head h reads key head h mod nk (the key heads tiled, not
+	 * repeated), src[2] holds per token the b of every value head, then the
+	 * a of every value head ([2 * nv, n]), and the output gate is
+	 * sigmoid(z), not silu(z).
+	 */
+	STRATA_OP_DELTANET_TILED = 19,
+	/*
+	 * The sparse-attention (QSA) indexer's choice of cells, after the
+	 * batch's raw indexer keys were stored: src[0] queries [d, heads, n]
+	 * (normed and rotated, token t at position p.qsa.pos + t); src[1] the
+	 * layer's raw key cache, F32 [d, ctx], positions 0 .. pos + n - 1
+	 * written; src[2] the key norm weight [d]; src[3] the inverse rope
+	 * frequencies [p.qsa.n_rot / 2].  Every complete block of r =
+	 * p.qsa.ratio positions is pooled (the mean of its raw keys, RMSNorm
+	 * with p.qsa.eps, NEOX rope at the block's first position) and scored
+	 * per query as sum over heads of relu(q_h . k_block); a query keeps its
+	 * own incomplete tail block, then the best blocks, top_k + r - 1 cells
+	 * in all, ties split as llama.cpp's CPU top-k does (libstdc++'s
+	 * partial_sort).  dst: I32 [top_k + r - 1, n], the kept cells (each at
+	 * most the query's position), -1 after the last.
+	 */
+	STRATA_OP_QSA_SELECT = 20,
+	/*
+	 * STRATA_OP_ATTN restricted to chosen cells: the same operands and
+	 * parameters, plus src[5] I32 [w, n], the cells query t may attend to
+	 * (ascending or not; -1 entries and cells past its position are
+	 * skipped).  The batch's keys and values are stored first, as ATTN.
+	 */
+	STRATA_OP_ATTN_SPARSE = 21,
+	STRATA_OP_COUNT = 22, /* codes below this exist in this header's version */
 };
 
 #define STRATA_OP_MAX_SRC 8
@@ -247,6 +313,22 @@ union strata_op_params {
 		uint32_t d_conv;   /* conv kernel length */
 		float eps;         /* the gated norm's and the q/k L2 norms' epsilon */
 	} dn;
+	struct {
+		uint32_t n; /* hc: residual streams */
+	} hc;
+	struct {
+		float s;
+	} scale;
+	struct {
+		uint32_t dilation;
+	} conv;
+	struct {
+		uint32_t pos;   /* position of the batch's first token */
+		uint32_t ratio; /* positions per block */
+		uint32_t top_k; /* blocks' worth of cells kept, besides the tail */
+		uint32_t n_rot; /* rotated values of each pooled key */
+		float eps;      /* the pooled keys' RMSNorm epsilon */
+	} qsa;
 	struct {
 		uint32_t gating; /* STRATA_GATING_MODE_* */
 		uint32_t k;      /* experts per token */
