@@ -128,6 +128,247 @@ START_TEST(golden)
 }
 END_TEST
 
+START_TEST(loads_layout)
+{
+	struct strata_model *m;
+	const struct strata_hparams *hp;
+
+	ck_assert_int_eq(strata_model_load(tu_shared_or_skip("models/syn-qwen4exp-mtp-f32.gguf"),
+					   &m), 0);
+	hp = &m->hp;
+	ck_assert_int_eq(hp->arch, STRATA_ARCH_QWEN4EXP);
+	ck_assert_uint_eq(hp->q4x.hc, 4);
+	ck_assert_uint_eq(hp->q4x.hc_lr, 8);
+	ck_assert_uint_eq(hp->n_nextn, 1);
+	ck_assert_uint_eq(hp->q4x.ple_layer, 1);
+	ck_assert_uint_eq(hp->q4x.ple_heads, 16);
+	ck_assert_uint_eq(hp->q4x.ple_head_dim, 4);
+	/* layers 0-2 DeltaNet, 3 gated sparse attention, 4 the MTP block (attention) */
+	for (uint32_t i = 0; i < 5; i++)
+		ck_assert_int_eq(m->layers[i].recurrent, i < 3);
+	ck_assert_int_eq(m->layers[3].attn_gated, 1);
+	ck_assert_uint_eq(m->layers[3].q4x.compress_ratio, 1);
+	ck_assert_int_eq(m->layers[1].q4x.ple, 1);
+	ck_assert_int_eq(m->layers[2].q4x.ple, 0);
+	ck_assert_ptr_nonnull(m->layers[4].nextn.hc_head.norm);
+	ck_assert_ptr_nonnull(m->layers[4].nextn.eh_proj.data);
+	ck_assert_int_eq(m->layers[0].has_shexp_gate, 1);
+	ck_assert_ptr_nonnull(m->ple_table.data);
+	strata_model_free(m);
+}
+END_TEST
+
+/*
+ * The goldens can tell: with the indexer's choice ignored (dense attention)
+ * or the PLE fusion left out, the logits leave the tolerance.
+ */
+static double golden_diff_without(const char *model, int qsa, int ple)
+{
+	struct slog g;
+	struct rig r;
+	struct strata_model *m;
+	struct strata_pool *pool;
+	uint32_t n;
+	float *out;
+	double d;
+
+	read_golden(model, "story", &g);
+	ck_assert_int_eq(strata_model_load(tu_shared_or_skip("models/syn-qwen4exp-r4k16-f32.gguf"),
+					   &m), 0);
+	if (!qsa)
+		m->layers[3].q4x.compress_ratio = 0;
+	if (!ple)
+		m->layers[1].q4x.ple = 0;
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	r = (struct rig){ .m = m, .pool = pool, .s = tu_seq(m, pool, 0, 512) };
+	n = g.n_prompt + g.n_gen;
+	out = malloc((size_t)n * g.n_vocab * sizeof(float));
+	feed(&r, g.tokens, n, 512, out);
+	d = max_abs_diff(out, g.logits, (size_t)n * g.n_vocab);
+	free(out);
+	rig_close(&r);
+	slog_free(&g);
+	return d;
+}
+
+START_TEST(goldens_see_qsa_and_ple)
+{
+	double dense = golden_diff_without("syn-qwen4exp-r4k16-f32", 0, 1);
+	double no_ple = golden_diff_without("syn-qwen4exp-r4k16-f32", 1, 0);
+	double both = golden_diff_without("syn-qwen4exp-r4k16-f32", 1, 1);
+
+	printf("r4k16.story: max |diff| dense attention %.2e, without PLE %.2e, as built %.2e\n",
+	       dense, no_ple, both);
+	ck_assert(dense > 1e-2 && no_ple > 1e-2 && both <= 1e-3);
+}
+END_TEST
+
+/* ---- (2) turns, snapshots ---------------------------------------------------------- */
+
+static void assert_same(const float *a, const float *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(a[i] == b[i], "logit %zu differs: %g vs %g", i, a[i], b[i]);
+}
+
+/*
+ * A prompt read in two turns (the second after a restore of the first
+ * turn's checkpoint) equals the prompt read at once, and a restored
+ * checkpoint equals reading the first turn again: KV, the indexer's keys,
+ * the DeltaNet states, the PLE conv and n-gram history all come back.
+ */
+START_TEST(turns_through_a_checkpoint)
+{
+	struct slog g;
+	struct rig r;
+	struct strata_seq_snapshot *snap;
+	uint32_t n, p;
+	size_t nv;
+	float *once, *a, *b;
+
+	read_golden("syn-qwen4exp-r4k16-f32", "story", &g);
+	n = g.n_prompt + g.n_gen;
+	p = n / 2 + 3; /* not on a block boundary */
+	rig_open(&r, "syn-qwen4exp-r4k16-f32", 512, 2);
+	nv = r.m->hp.n_vocab;
+	once = malloc((size_t)n * nv * sizeof(float));
+	a = malloc((size_t)n * nv * sizeof(float));
+	b = malloc((size_t)n * nv * sizeof(float));
+	feed(&r, g.tokens, n, 512, once);
+	ck_assert_int_eq(strata_seq_truncate(r.s, 0), 0);
+	ck_assert_int_eq(strata_seq_snapshot_create(r.s, &snap), 0);
+	feed(&r, g.tokens, p, 512, a);
+	ck_assert_int_eq(strata_seq_save(r.s, snap), 0);
+	feed(&r, g.tokens + p, n - p, 512, a + p * nv);
+	ck_assert(max_abs_diff(once, a, (size_t)n * nv) <= 1e-4);
+	ck_assert(max_abs_diff(g.logits, a, (size_t)n * nv) <= 1e-3);
+	/* the second turn again from the checkpoint: the same logits, bit for bit */
+	ck_assert_int_eq(strata_seq_restore(r.s, snap), 0);
+	feed(&r, g.tokens + p, n - p, 512, b + p * nv);
+	assert_same(a + p * nv, b + p * nv, (size_t)(n - p) * nv);
+	/* and from a re-read of the first turn instead of the checkpoint */
+	ck_assert_int_eq(strata_seq_truncate(r.s, 0), 0);
+	feed(&r, g.tokens, p, 512, b);
+	feed(&r, g.tokens + p, n - p, 512, b + p * nv);
+	assert_same(a, b, (size_t)n * nv);
+	strata_seq_snapshot_free(snap);
+	free(once);
+	free(a);
+	free(b);
+	rig_close(&r);
+	slog_free(&g);
+}
+END_TEST
+
+/* ---- (3) refusals -------------------------------------------------------------------- */
+
+#define SYN_PATH "models/syn-qwen4exp-r4k16-f32.gguf"
+
+/*
+ * Copy the r4k16 model to dst without key `drop_key` and tensor
+ * `drop_tensor` (either may be NULL), then with the u32 array `arr` of
+ * n_arr values at key `arr_key` (replacing it) when given.
+ */
+static void write_variant(const char *dst, const char *drop_key, const char *drop_tensor,
+			  const char *arr_key, enum strata_gguf_vtype et, const void *arr,
+			  uint64_t n_arr)
+{
+	struct strata_gguf *g;
+	struct strata_gguf_writer *w;
+
+	ck_assert_int_eq(strata_gguf_open(tu_shared_or_skip(SYN_PATH), &g), 0);
+	ck_assert_int_eq(strata_gguf_writer_open(dst, &w), 0);
+	for (int64_t i = 0; i < strata_gguf_n_kv(g); i++) {
+		struct strata_str k = strata_gguf_key(g, i);
+
+		if ((drop_key && strata_str_eq(k, drop_key)) || (arr_key && strata_str_eq(k, arr_key)))
+			continue;
+		ck_assert_int_eq(strata_gguf_writer_copy_kv(w, g, i), 0);
+	}
+	if (arr_key)
+		ck_assert_int_eq(strata_gguf_writer_set_arr(w, arr_key, et, n_arr, arr), 0);
+	for (int64_t pass = 0; pass < 2; pass++)
+		for (int64_t i = 0; i < strata_gguf_n_tensors(g); i++) {
+			const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+			char name[80];
+
+			snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.s);
+			if (drop_tensor && strcmp(name, drop_tensor) == 0)
+				continue;
+			if (pass == 0)
+				ck_assert_int_ge(strata_gguf_writer_add_tensor(w, name, t->type,
+									       t->n_dims, t->ne), 0);
+			else
+				ck_assert_int_eq(strata_gguf_writer_write(w, t->data, t->size), 0);
+		}
+	ck_assert_int_eq(strata_gguf_writer_commit(w), 0);
+	strata_gguf_writer_close(w);
+	strata_gguf_close(g);
+}
+
+static void expect_refusal(const char *path, int want, const char *needle)
+{
+	struct strata_model *m = NULL;
+	int rc;
+
+	tu_log_capture();
+	rc = strata_model_load(path, &m);
+	tu_log_release();
+	printf("refused as expected: %s", tu_log);
+	ck_assert_int_eq(rc, want);
+	ck_assert_ptr_null(m);
+	ck_assert_int_eq(tu_log_lines, 1);
+	ck_assert_msg(strstr(tu_log, path) && strstr(tu_log, needle),
+		      "error '%s' should name the file and '%s'", tu_log, needle);
+}
+
+START_TEST(malformed_models_refused)
+{
+	const char *dir = tu_tmpdir();
+	const uint32_t attn_layer[1] = { 3 }, sections[4] = { 0, 0, 0, 4 };
+	uint64_t offsets[16];
+	char path[512];
+	struct strata_model *m;
+	struct strata_gguf *g;
+	const void *data;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/same.gguf", dir);
+	write_variant(path, NULL, NULL, NULL, 0, NULL, 0);
+	ck_assert_int_eq(strata_model_load(path, &m), 0); /* the copy itself loads */
+	strata_model_free(m);
+	snprintf(path, sizeof(path), "%s/hc.gguf", dir);
+	write_variant(path, NULL, "blk.2.hc_ffn_up.weight", NULL, 0, NULL, 0);
+	expect_refusal(path, -EINVAL, "blk.2.hc_ffn_up.weight");
+	snprintf(path, sizeof(path), "%s/indexer.gguf", dir);
+	write_variant(path, NULL, "blk.3.indexer.k_norm.weight", NULL, 0, NULL, 0);
+	expect_refusal(path, -EINVAL, "blk.3.indexer.k_norm.weight");
+	snprintf(path, sizeof(path), "%s/table.gguf", dir);
+	write_variant(path, NULL, "per_layer_token_embd.weight", NULL, 0, NULL, 0);
+	expect_refusal(path, -EINVAL, "per_layer_token_embd.weight");
+	snprintf(path, sizeof(path), "%s/hckey.gguf", dir);
+	write_variant(path, "qwen4exp.hyper_connection.count", NULL, NULL, 0, NULL, 0);
+	expect_refusal(path, -EINVAL, "qwen4exp.hyper_connection.count");
+	snprintf(path, sizeof(path), "%s/plelayer.gguf", dir);
+	write_variant(path, NULL, NULL, "qwen4exp.ple.layers", STRATA_GGUF_U32, attn_layer, 1);
+	expect_refusal(path, -EINVAL, "PLE layer 3 is not a linear-attention");
+	snprintf(path, sizeof(path), "%s/sections.gguf", dir);
+	write_variant(path, NULL, NULL, "qwen4exp.rope.dimension_sections", STRATA_GGUF_U32,
+		      sections, 4);
+	expect_refusal(path, -ENOTSUP, "rope.dimension_sections");
+	/* head 15's rows run past the table's end */
+	ck_assert_int_eq(strata_gguf_open(tu_shared_or_skip(SYN_PATH), &g), 0);
+	ck_assert_int_eq(strata_gguf_get_arr(g, "qwen4exp.ple.head_offsets", NULL, NULL, &data), 0);
+	memcpy(offsets, data, sizeof(offsets));
+	strata_gguf_close(g);
+	offsets[15] += 4096;
+	snprintf(path, sizeof(path), "%s/offsets.gguf", dir);
+	write_variant(path, NULL, NULL, "qwen4exp.ple.head_offsets", STRATA_GGUF_U64, offsets, 16);
+	expect_refusal(path, -EINVAL, "per_layer_token_embd.weight");
+	ck_assert_int_eq(tu_rmtree(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("qwen4exp");
@@ -138,6 +379,10 @@ int main(void)
 	tcase_add_test(simd, golden);
 	suite_add_tcase(su, simd);
 	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, loads_layout);
+	tcase_add_test(tc, goldens_see_qsa_and_ple);
+	tcase_add_test(tc, turns_through_a_checkpoint);
+	tcase_add_test(tc, malformed_models_refused);
 	suite_add_tcase(su, tc);
 	return tu_srunner_run(srunner_create(su));
 }
