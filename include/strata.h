@@ -35,6 +35,8 @@ struct strata_stats {
 	double gen_ms;       /* wall time of generation (after the prompt) */
 	uint32_t n_reused;   /* prompt tokens kept from the sequence, not evaluated again */
 	uint32_t finish;     /* enum strata_finish */
+	uint32_t n_chunks;   /* forward passes the prompt took */
+	double ple_wait_ms;  /* qwen4exp: how long the PLE layer waited for its rows in the prompt */
 };
 
 /*

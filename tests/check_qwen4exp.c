@@ -16,7 +16,10 @@
 #include "cpu/pool.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_write.h"
+#include "config/config.h"
 #include "model/model.h"
+#include "plugin/registry.h"
+#include "ple/ple.h"
 #include "slog.h"
 #include "testutil.h"
 
@@ -260,7 +263,172 @@ START_TEST(turns_through_a_checkpoint)
 }
 END_TEST
 
-/* ---- (3) refusals -------------------------------------------------------------------- */
+/* ---- (3) the PLE rows through a reader ---------------------------------------------- */
+
+/* A registry that finds the build's io plugins. */
+static struct strata_registry *plugin_registry(struct strata_config *cfg, const char *dir)
+{
+	struct strata_registry *reg;
+	char path[512], text[512];
+
+	snprintf(path, sizeof(path), "%s/strata.ini", dir);
+	snprintf(text, sizeof(text), "[plugins]\ndir = %s\n", STRATA_PLUGIN_DIR);
+	ck_assert_int_eq(tu_write_file(path, text, strlen(text)), 0);
+	ck_assert_int_eq(strata_config_init(cfg), 0);
+	ck_assert_int_eq(strata_config_load_file(cfg, path), 0);
+	ck_assert_int_eq(strata_registry_create(cfg, NULL, &reg), 0);
+	return reg;
+}
+
+/*
+ * The logits never depend on how the rows arrive: gathered from the
+ * mapping, or read by every io plugin with 0, 1 and 8 reader threads
+ * (batched: chunks of 7 tokens are 112 rows, over batch_rows 16), or copied
+ * out of a mapping by the reader: bit for bit the same.
+ */
+START_TEST(ple_reader_paths_agree)
+{
+	static const struct { const char *plugin; int io; uint32_t readers; } runs[] = {
+		{ "io-pread", STRATA_PLE_IO_DIRECT, 0 }, { "io-pread", STRATA_PLE_IO_DIRECT, 8 },
+		{ "io-direct", STRATA_PLE_IO_DIRECT, 1 }, { "io-direct", STRATA_PLE_IO_DIRECT, 8 },
+		{ "io-uring", STRATA_PLE_IO_DIRECT, 8 }, { NULL, STRATA_PLE_IO_MMAP, 0 },
+		{ NULL, STRATA_PLE_IO_MMAP, 8 },
+	};
+	const char *dir = tu_tmpdir();
+	struct strata_config cfg;
+	struct strata_registry *reg;
+	struct strata_ple_table t;
+	struct slog g;
+	struct rig r;
+	uint32_t n;
+	size_t nv;
+	float *ref, *out;
+	int ran = 0;
+
+	ck_assert_ptr_nonnull(dir);
+	read_golden("syn-qwen4exp-f32", "mixed", &g);
+	rig_open(&r, "syn-qwen4exp-f32", 7, 2);
+	n = g.n_prompt + g.n_gen;
+	nv = r.m->hp.n_vocab;
+	ref = malloc((size_t)n * nv * sizeof(float));
+	out = malloc((size_t)n * nv * sizeof(float));
+	feed(&r, g.tokens, n, 7, ref);
+	ck_assert(max_abs_diff(g.logits, ref, (size_t)n * nv) <= 1e-3);
+	reg = plugin_registry(&cfg, dir);
+	ck_assert_int_eq(strata_ple_table_from_gguf(r.m->gguf, &t), 0);
+	for (size_t i = 0; i < sizeof(runs) / sizeof(*runs); i++) {
+		struct strata_ple_reader *rd;
+		struct strata_ple_opts o;
+		double ms0, ms;
+		uint64_t chunks0, chunks;
+
+		strata_ple_opts_default(&o);
+		o.readers = runs[i].readers;
+		o.io = runs[i].io;
+		o.plugin = runs[i].plugin;
+		o.batch_rows = 16;
+		if (strata_ple_reader_open(reg, &t, &o, &rd)) {
+			ck_assert_msg(runs[i].plugin && strcmp(runs[i].plugin, "io-uring") == 0,
+				      "the reader did not open with %s", runs[i].plugin);
+			printf("io-uring does not open here (kernel or seccomp): not compared\n");
+			continue;
+		}
+		ck_assert_int_eq(strata_seq_truncate(r.s, 0), 0);
+		ck_assert_int_eq(strata_ctx_set_ple(strata_seq_ctx(r.s), rd), 0);
+		strata_ctx_ple_waited(strata_seq_ctx(r.s), &ms0, &chunks0);
+		feed(&r, g.tokens, n, 7, out);
+		strata_ctx_ple_waited(strata_seq_ctx(r.s), &ms, &chunks);
+		printf("%s: same logits; %llu chunks waited %.2f ms in all\n",
+		       strata_ple_reader_describe(rd), (unsigned long long)(chunks - chunks0),
+		       ms - ms0);
+		ck_assert_uint_eq(chunks - chunks0, (n + 6) / 7);
+		assert_same(ref, out, (size_t)n * nv);
+		ck_assert_int_eq(strata_ctx_set_ple(strata_seq_ctx(r.s), NULL), 0);
+		strata_ple_reader_close(rd);
+		ran++;
+	}
+	ck_assert_int_ge(ran, 6);
+	strata_registry_free(reg);
+	strata_config_free(&cfg);
+	free(ref);
+	free(out);
+	rig_close(&r);
+	slog_free(&g);
+	ck_assert_int_eq(tu_rmtree(dir), 0);
+}
+END_TEST
+
+/*
+ * A read that keeps failing fails the pass that needed it (one error, with
+ * the file and the offset), leaves the position where it was, and the
+ * sequence, reset, reads correctly again through a working reader.
+ */
+START_TEST(ple_read_error_fails_the_pass)
+{
+	const char *dir = tu_tmpdir();
+	struct strata_config cfg;
+	struct strata_registry *reg;
+	struct strata_ple_reader *bad, *good;
+	struct strata_ple_table t;
+	struct strata_ple_opts o;
+	struct slog g;
+	struct rig r;
+	char path[512], text[600];
+	uint32_t n;
+	size_t nv;
+	float *ref, *out;
+
+	ck_assert_ptr_nonnull(dir);
+	read_golden("syn-qwen4exp-f32", "once", &g);
+	rig_open(&r, "syn-qwen4exp-f32", 512, 2);
+	n = g.n_prompt + g.n_gen;
+	nv = r.m->hp.n_vocab;
+	ref = malloc((size_t)n * nv * sizeof(float));
+	out = malloc((size_t)n * nv * sizeof(float));
+	feed(&r, g.tokens, n, 512, ref);
+	setenv("STRATA_PLUGIN_PATH", STRATA_PLUGIN_DIR, 1); /* io-faulty's inner io-pread */
+	snprintf(path, sizeof(path), "%s/strata.ini", dir);
+	snprintf(text, sizeof(text), "[plugins]\ndir = %s/test\n[io-faulty]\neio_rate = 1\n",
+		 STRATA_PLUGIN_DIR);
+	ck_assert_int_eq(tu_write_file(path, text, strlen(text)), 0);
+	ck_assert_int_eq(strata_config_init(&cfg), 0);
+	ck_assert_int_eq(strata_config_load_file(&cfg, path), 0);
+	ck_assert_int_eq(strata_registry_create(&cfg, NULL, &reg), 0);
+	ck_assert_int_eq(strata_ple_table_from_gguf(r.m->gguf, &t), 0);
+	strata_ple_opts_default(&o);
+	o.readers = 2;
+	o.batch_rows = 16;
+	o.plugin = "io-faulty";
+	ck_assert_int_eq(strata_ple_reader_open(reg, &t, &o, &bad), 0);
+	o.plugin = "io-pread";
+	ck_assert_int_eq(strata_ple_reader_open(reg, &t, &o, &good), 0);
+	ck_assert_int_eq(strata_seq_truncate(r.s, 0), 0);
+	ck_assert_int_eq(strata_ctx_set_ple(strata_seq_ctx(r.s), bad), 0);
+	tu_log_capture();
+	ck_assert_int_eq(strata_forward(r.s, g.tokens, n, out, 1), -EIO);
+	tu_log_release();
+	printf("failed as expected: %s", tu_log);
+	ck_assert_int_eq(tu_log_lines, 1);
+	ck_assert(strstr(tu_log, "syn-qwen4exp-f32.gguf") && strstr(tu_log, "at offset "));
+	ck_assert_uint_eq(strata_seq_pos(r.s), 0);
+	ck_assert_int_eq(strata_ctx_set_ple(strata_seq_ctx(r.s), good), 0);
+	ck_assert_int_eq(strata_seq_truncate(r.s, 0), 0);
+	feed(&r, g.tokens, n, 512, out);
+	assert_same(ref, out, (size_t)n * nv);
+	ck_assert_int_eq(strata_ctx_set_ple(strata_seq_ctx(r.s), NULL), 0);
+	strata_ple_reader_close(bad);
+	strata_ple_reader_close(good);
+	strata_registry_free(reg);
+	strata_config_free(&cfg);
+	free(ref);
+	free(out);
+	rig_close(&r);
+	slog_free(&g);
+	ck_assert_int_eq(tu_rmtree(dir), 0);
+}
+END_TEST
+
+/* ---- (4) refusals -------------------------------------------------------------------- */
 
 #define SYN_PATH "models/syn-qwen4exp-r4k16-f32.gguf"
 
@@ -382,6 +550,8 @@ int main(void)
 	tcase_add_test(tc, loads_layout);
 	tcase_add_test(tc, goldens_see_qsa_and_ple);
 	tcase_add_test(tc, turns_through_a_checkpoint);
+	tcase_add_test(tc, ple_reader_paths_agree);
+	tcase_add_test(tc, ple_read_error_fails_the_pass);
 	tcase_add_test(tc, malformed_models_refused);
 	suite_add_tcase(su, tc);
 	return tu_srunner_run(srunner_create(su));

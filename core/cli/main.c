@@ -112,6 +112,11 @@ static int run(int argc, char **argv)
 			"%.2f ms (%.1f tok/s)\n", st.n_prompt, st.prompt_ms,
 			st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen,
 			st.gen_ms, st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
+		if (e->ple) /* qwen4exp: how long the PLE layer waited for the SSD */
+			fprintf(stderr, "prefill %u tokens in %u chunks, %.2f ms (%.1f tok/s); PLE %.2f "
+				"ms\n", st.n_prompt - st.n_reused, st.n_chunks, st.prompt_ms,
+				st.prompt_ms > 0 ? (st.n_prompt - st.n_reused) * 1e3 / st.prompt_ms
+						 : 0.0, st.ple_wait_ms);
 		strata_engine_backends(e, line, sizeof(line));
 		fprintf(stderr, "%s\n", line);
 	}

@@ -14,6 +14,7 @@
 #include "engine/ckpt.h"
 #include "gguf/gguf.h"
 #include "model/xstore.h"
+#include "ple/ple.h"
 #include "plugin/path.h"
 #include "plugin/registry.h"
 #include "sample/sampler.h"
@@ -96,6 +97,29 @@ static int engine_xstore(struct strata_engine *e)
 	return 0;
 }
 
+/*
+ * qwen4exp: the PLE table is read through a reader ([ple]: direct I/O by
+ * an io plugin, or copies out of a mapping), never paged in whole.
+ */
+static int engine_ple(struct strata_engine *e)
+{
+	struct strata_ple_table t;
+	struct strata_ple_opts o;
+	int rc;
+
+	if (e->model->hp.arch != STRATA_ARCH_QWEN4EXP || e->model->hp.q4x.ple_layer == UINT32_MAX)
+		return 0;
+	strata_ple_opts_from_config(&e->cfg, &o);
+	o.chunk_rows_hint = STRATA_PLE_HEADS * strata_ctx_max_batch(e->ctx);
+	if ((rc = strata_ple_table_from_gguf(e->model->gguf, &t)) ||
+	    (rc = strata_ple_reader_open(e->reg, &t, &o, &e->ple)))
+		return rc;
+	strata_info("PLE table: %llu rows of %s, read by %s",
+		    (unsigned long long)t.n_rows, strata_type_name(t.type),
+		    strata_ple_reader_describe(e->ple));
+	return strata_ctx_set_ple(e->ctx, e->ple);
+}
+
 static int engine_load(struct strata_engine *e, const char *argv0)
 {
 	const struct strata_config *c = &e->cfg;
@@ -132,7 +156,7 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	    (rc = strata_engine_make_seq(e, n_ctx)) ||
 	    (rc = strata_path_list_create_at(e->reg, c->paths,
 					     strata_config_where(c, "prompt", "paths"), &e->paths)) ||
-	    (rc = engine_checkpoints(e)) || (rc = engine_xstore(e)))
+	    (rc = engine_checkpoints(e)) || (rc = engine_xstore(e)) || (rc = engine_ple(e)))
 		return rc;
 	e->window = c->spec_window < strata_seq_max_batch(e->seq) ? c->spec_window
 								  : strata_seq_max_batch(e->seq);
@@ -200,6 +224,7 @@ void strata_engine_free(struct strata_engine *e)
 	strata_sampler_free(e->sampler);
 	strata_seq_free(e->seq);
 	strata_ctx_free(e->ctx);
+	strata_ple_reader_close(e->ple); /* after the context that read through it */
 	strata_backend_free(e->dev);
 	strata_registry_free(e->reg); /* after the plugins' objects: the device, the store */
 	strata_pool_free(e->pool);
@@ -438,14 +463,19 @@ static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct str
 {
 	uint32_t n_ctx = strata_seq_n_ctx(e->seq), n_gen = 0, reused = 0;
 	uint32_t finish = STRATA_FINISH_LENGTH;
-	double t0, t1;
+	double t0, t1, ple0, ple1;
+	uint64_t f0, f1, ple_chunks;
 	char piece[256];
 	int rc;
 
+	strata_ctx_ple_waited(e->ctx, &ple0, &ple_chunks);
+	f0 = strata_ctx_forwards(e->ctx);
 	t0 = now_ms();
 	if ((rc = prefill(e, r, &reused)))
 		return rc;
 	t1 = now_ms();
+	f1 = strata_ctx_forwards(e->ctx);
+	strata_ctx_ple_waited(e->ctx, &ple1, &ple_chunks);
 	for (;;) {
 		int32_t tok;
 		int len;
@@ -494,6 +524,8 @@ static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct str
 		stats->gen_ms = now_ms() - t1;
 		stats->n_reused = reused;
 		stats->finish = finish;
+		stats->n_chunks = (uint32_t)(f1 - f0);
+		stats->ple_wait_ms = ple1 - ple0;
 	}
 	return (int)n_gen;
 }

@@ -47,6 +47,7 @@ struct strata_engine {
 	int ckpt_reread;                /* STRATA_CKPT_REREAD: checkpoints only split prompts */
 	uint32_t window;                /* tokens per decode window: [spec] window, <= max batch */
 	struct strata_xstore *xs;       /* streamed experts ([model] experts = stream), or NULL */
+	struct strata_ple_reader *ple;  /* qwen4exp's PLE table reader ([ple]), or NULL */
 };
 
 /*

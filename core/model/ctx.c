@@ -321,6 +321,7 @@ void strata_ctx_free(struct strata_ctx *c)
 			strata_backend_event_free(c->dev, c->ev[i]);
 		strata_ws_free(c->dev, &c->ws_dev);
 	}
+	strata_ctx_set_ple(c, NULL);
 	strata_ctx_unplace(c);
 	if (c->cpu)
 		strata_ws_free(c->cpu, &c->ws_cpu);
@@ -371,6 +372,58 @@ void strata_ctx_set_xstore(struct strata_ctx *c, struct strata_xstore *xs)
 	if (xs)
 		strata_xstore_memory(xs, &base, &size);
 	(void)strata_backend_cpu_wrap(c->cpu, base, size, &c->xs_buf);
+}
+
+int strata_ctx_set_ple(struct strata_ctx *c, struct strata_ple_reader *r)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	const size_t rows = (size_t)STRATA_PLE_HEADS * c->max_batch;
+	int rc;
+
+	if (c->ple_started) /* a failed pass left its chunk: finish it first */
+		(void)strata_ple_wait(c->ple_chunk);
+	c->ple_started = 0;
+	strata_ple_chunk_free(c->ple_chunk);
+	free(c->ple_rows);
+	free(c->ple_out);
+	c->ple_chunk = NULL;
+	c->ple_rows = NULL;
+	c->ple_out = NULL;
+	c->ple_rd = NULL;
+	if (!r)
+		return 0;
+	if (hp->arch != STRATA_ARCH_QWEN4EXP || hp->q4x.ple_layer == UINT32_MAX ||
+	    strata_ple_reader_row_len(r) != hp->q4x.ple_head_dim) {
+		strata_error("the PLE reader's rows (%u values) are not this model's PLE rows",
+			     strata_ple_reader_row_len(r));
+		return -EINVAL;
+	}
+	c->ple_rows = malloc(rows * sizeof(*c->ple_rows));
+	c->ple_out = malloc(rows * hp->q4x.ple_head_dim * sizeof(float));
+	rc = c->ple_rows && c->ple_out ? strata_ple_chunk_create(r, &c->ple_chunk) : -ENOMEM;
+	if (rc) {
+		free(c->ple_rows);
+		free(c->ple_out);
+		c->ple_rows = NULL;
+		c->ple_out = NULL;
+		return rc;
+	}
+	c->ple_out_buf = (struct strata_buf){ .base = c->ple_out,
+					      .size = rows * hp->q4x.ple_head_dim * sizeof(float),
+					      .flags = STRATA_BUF_HOST };
+	c->ple_rd = r;
+	return 0;
+}
+
+uint64_t strata_ctx_forwards(const struct strata_ctx *c)
+{
+	return c->n_forward;
+}
+
+void strata_ctx_ple_waited(const struct strata_ctx *c, double *ms, uint64_t *chunks)
+{
+	*ms = c->ple_wait_ms;
+	*chunks = c->ple_chunks;
 }
 
 /* "1.2 GiB", "640 KiB" */

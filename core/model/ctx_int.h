@@ -100,7 +100,17 @@ struct strata_ctx {
 	struct strata_tensor hc_head[4];   /* the output mixer: norm, down, up, (no inject) */
 	struct strata_tensor ple_table;    /* per_layer_token_embd (host) */
 	struct strata_ple_hash ple_hash;
-	int32_t *ple_ids;                  /* [16 * max_batch] a batch's row ids */
+	int32_t *ple_ids;                  /* [16 * max_batch] a batch's row ids (mapping path) */
+	/* the rows through a reader (strata_ctx_set_ple): ids, decoded rows, its chunk */
+	struct strata_ple_reader *ple_rd;  /* borrowed, or NULL: GET_ROWS from the mapping */
+	struct strata_ple_chunk *ple_chunk;
+	uint64_t *ple_rows;                /* [16 * max_batch] */
+	float *ple_out;                    /* [16 * max_batch * row_len] */
+	struct strata_buf ple_out_buf;     /* ple_out as a host buffer */
+	int ple_started;                   /* the chunk is in flight: wait before anything else */
+	double ple_wait_ms;                /* summed blocked time of the waits (strata_ctx_ple_waited) */
+	uint64_t ple_chunks;
+	uint64_t n_forward;                /* strata_ctx_forwards */
 };
 
 struct seq_layer {

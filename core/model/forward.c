@@ -269,8 +269,11 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 			return -EINVAL;
 		}
 	strata_seq_note_write(s, s->pos);
-	if (hp->arch == STRATA_ARCH_QWEN4EXP)
-		return strata_q4x_forward(s, tokens, n, logits, all_logits);
+	if (hp->arch == STRATA_ARCH_QWEN4EXP) {
+		rc = strata_q4x_forward(s, tokens, n, logits, all_logits);
+		c->n_forward += !rc;
+		return rc;
+	}
 	rc = embed(c, tokens, n);
 	if (!rc)
 		rc = layers(c, s, &at, n);
@@ -282,5 +285,6 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 	if (rc)
 		return rc;
 	s->pos += n;
+	c->n_forward++;
 	return 0;
 }

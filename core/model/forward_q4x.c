@@ -236,7 +236,21 @@ static int ple(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t 
 				  .src = { &pk, &s->L[l].ple_hist, &L->ple_conv },
 				  .p.conv.dilation = hp->q4x.ple_ngram };
 
-	RUN(strata_op1(be, STRATA_OP_GET_ROWS, &rows, &c->ple_table, &ids));
+	if (c->ple_rd) { /* the rows the reader started before layer 0 */
+		struct strata_ple_stats st;
+		int rc = strata_ple_wait(c->ple_chunk);
+
+		c->ple_started = 0;
+		strata_ple_chunk_stats(c->ple_chunk, &st);
+		c->ple_wait_ms += st.blocked_ms;
+		c->ple_chunks++;
+		if (rc)
+			return rc;
+		pe = strata_t_f32(&c->ple_out_buf, 0, hp->n_embd, n);
+		it[0].x = it[1].x = &pe;
+	} else {
+		RUN(strata_op1(be, STRATA_OP_GET_ROWS, &rows, &c->ple_table, &ids));
+	}
 	RUN(ctx_matmul(be, it, 2));
 	RUN(grouped_norm(c, be, &pk, &pk, &L->ple_nk, n));
 	RUN(grouped_norm(c, be, &pq, &res, &L->ple_nq, n));
@@ -301,27 +315,52 @@ static int layers(struct strata_ctx *c, struct strata_seq *s, uint32_t n)
 	return 0;
 }
 
+/*
+ * The batch's PLE row ids from the n-gram history *hist (advanced; the
+ * sequence's copy moves only when the pass succeeds): started on the reader,
+ * or for GET_ROWS from the mapping.
+ */
+static int ple_rows(struct strata_ctx *c, struct strata_ple_hist *hist, const int32_t *tokens,
+		    uint32_t n)
+{
+	uint64_t rows[64 * STRATA_PLE_HEADS];
+	int rc;
+
+	if (c->ple_rd) {
+		strata_ple_row_ids(&c->ple_hash, hist, tokens, n, c->ple_rows);
+		if ((rc = strata_ple_start(c->ple_chunk, c->ple_rows, (size_t)n * STRATA_PLE_HEADS,
+					   c->ple_out)))
+			return rc;
+		c->ple_started = 1;
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i += 64) {
+		const uint32_t k = n - i < 64 ? n - i : 64;
+
+		strata_ple_row_ids(&c->ple_hash, hist, tokens + i, k, rows);
+		for (uint32_t j = 0; j < k * STRATA_PLE_HEADS; j++)
+			c->ple_ids[(size_t)i * STRATA_PLE_HEADS + j] = (int32_t)rows[j];
+	}
+	return 0;
+}
+
 int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, float *logits,
 		       int all_logits)
 {
 	struct strata_ctx *c = s->c;
 	struct strata_ple_hist hist = s->ple;
-	int rc;
+	int rc = 0;
 
-	if (c->ple_ids) { /* the n-gram history moves on only when the pass succeeds */
-		uint64_t rows[64 * STRATA_PLE_HEADS];
-
-		for (uint32_t i = 0; i < n; i += 64) {
-			const uint32_t k = n - i < 64 ? n - i : 64;
-
-			strata_ple_row_ids(&c->ple_hash, &hist, tokens + i, k, rows);
-			for (uint32_t j = 0; j < k * STRATA_PLE_HEADS; j++)
-				c->ple_ids[(size_t)i * STRATA_PLE_HEADS + j] = (int32_t)rows[j];
-		}
-	}
+	/* the rows first, so that the reads run while layer 0 computes */
+	if ((c->ple_ids || c->ple_rd) && (rc = ple_rows(c, &hist, tokens, n)))
+		return rc;
 	rc = embed(c, tokens, n);
 	if (!rc)
 		rc = layers(c, s, n);
+	if (c->ple_started) { /* failed before the PLE layer: the reads must end first */
+		(void)strata_ple_wait(c->ple_chunk);
+		c->ple_started = 0;
+	}
 	if (!rc && logits)
 		rc = head(c, all_logits ? 0 : n - 1, n, logits);
 	if (rc)

@@ -296,6 +296,19 @@ struct strata_backend *strata_ctx_device(const struct strata_ctx *c);
 /* Read streamed experts through xs from now on (NULL: the mapping).  xs must outlive c. */
 void strata_ctx_set_xstore(struct strata_ctx *c, struct strata_xstore *xs);
 /*
+ * qwen4exp: read the PLE rows through r (a reader of the model's table,
+ * borrowed: it must outlive c) from now on, the chunk's read started before
+ * layer 0 and waited for at the PLE layer; NULL: gather them from the
+ * mapping.  0, -EINVAL when r's rows are not the model's PLE rows (logged),
+ * -ENOMEM.
+ */
+struct strata_ple_reader;
+int strata_ctx_set_ple(struct strata_ctx *c, struct strata_ple_reader *r);
+/* Forward passes (strata_forward calls that succeeded) since the context was made. */
+uint64_t strata_ctx_forwards(const struct strata_ctx *c);
+/* Time the PLE layer waited for rows, summed, and the chunks read since the context was made. */
+void strata_ctx_ple_waited(const struct strata_ctx *c, double *ms, uint64_t *chunks);
+/*
  * One line per backend: what it holds and the bytes that crossed its link,
  * e.g. "gpu-sim (simulated, 4096 MiB): 16 of 16 layers, 512 of 1024 experts,
  * output; weights 1.2 GiB, state 64 MiB, work 12 MiB; link: 1.3 GiB in,
