@@ -72,6 +72,9 @@ START_TEST(chat_templates)
 		  "<|end_header_id|>\n\n" },
 		{ "plain", "System: Be brief.\nUser:  Hi \nAssistant: Hello.\nUser: Why?\n"
 		  "Assistant:" },
+		{ "qwen", "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi "
+		  "<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nWhy?"
+		  "<|im_end|>\n<|im_start|>assistant\n" },
 	};
 	struct strata_tmpl_err err;
 	struct strata_chat *c;
@@ -113,6 +116,12 @@ START_TEST(chat_template_choice)
 	ck_assert_int_eq(strata_chat_create(&o, &c), 0);
 	ck_assert_str_eq(strata_chat_origin(c), "built-in plain");
 	strata_chat_free(c);
+	o.model = NULL; /* none, for an architecture with a known format (qwen4exp) */
+	o.fallback = "qwen";
+	ck_assert_int_eq(strata_chat_create(&o, &c), 0);
+	ck_assert_str_eq(strata_chat_origin(c), "built-in qwen");
+	strata_chat_free(c);
+	o.fallback = NULL;
 	o.setting = "{% if %}"; /* chosen by the user: refused */
 	tu_log_capture();
 	ck_assert_int_eq(strata_chat_create(&o, &c), -EINVAL);
@@ -295,17 +304,19 @@ START_TEST(bad_tools)
 }
 END_TEST
 
-/* enable_thinking, reasoning_effort and chat_template_kwargs reach Qwen3's template. */
-START_TEST(thinking_flags)
+/*
+ * enable_thinking, reasoning_effort and chat_template_kwargs reach Qwen3's
+ * template and the built-in qwen one (qwen4exp's, which also writes an
+ * earlier turn's reasoning_content in its block).
+ */
+static void thinking_flags_with(const char *flag, const char *arg)
 {
-	char file[4096];
-	const char *extra[] = { "--chat-template-file", file };
+	const char *extra[] = { flag, arg };
 	static const char *const off[] = {
 		",\"enable_thinking\":false", ",\"reasoning_effort\":\"none\"",
 		",\"chat_template_kwargs\":{\"enable_thinking\":false}",
 	};
 
-	snprintf(file, sizeof(file), "%s/tests/tmpl/templates/Qwen-Qwen3-0.6B.jinja", STRATA_SRC);
 	ck_assert_int_eq(start_server(extra, 2), 0);
 	for (size_t i = 0; i < 3; i++) {
 		static const char tail[] = "assistant\n<think>\n\n</think>\n\n";
@@ -322,7 +333,28 @@ START_TEST(thinking_flags)
 	}
 	cJSON_Delete(post_json("/apply-template", "{\"messages\":" ASK ",\"reasoning_effort\":"
 			       "\"extreme\"}", 400));
+	if (strcmp(arg, "qwen") == 0) {
+		cJSON *j = post_json("/apply-template", "{\"messages\":[{\"role\":\"user\","
+				     "\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":"
+				     "\"Hello.\",\"reasoning_content\":\" greet \"},{\"role\":"
+				     "\"user\",\"content\":\"Why?\"}]}", 200);
+		const char *p = str_at(j, AT(j, "prompt"), "prompt");
+
+		ck_assert_str_eq(p, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+				 "<think>\ngreet\n</think>\n\nHello.<|im_end|>\n<|im_start|>user\n"
+				 "Why?<|im_end|>\n<|im_start|>assistant\n");
+		cJSON_Delete(j);
+	}
 	stop_server();
+}
+
+START_TEST(thinking_flags)
+{
+	char file[4096];
+
+	snprintf(file, sizeof(file), "%s/tests/tmpl/templates/Qwen-Qwen3-0.6B.jinja", STRATA_SRC);
+	thinking_flags_with("--chat-template-file", file);
+	thinking_flags_with("--chat-template", "qwen");
 }
 END_TEST
 

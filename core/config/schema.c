@@ -121,8 +121,9 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("serve", "max_body", UINT32, serve_max_body, 1, UMAX, 0, "1048576", NULL, "--max-body",
 	  "BYTES", NULL, "largest request body; a larger one gets 413"),
 	K("serve", "chat_template", STR, serve_chat_template, 0, 0, 0, "auto", NULL,
-	  "--chat-template", "auto|chatml|glm4|llama3|plain|JINJA",
-	  NULL, "chat template; auto = the model's tokenizer.chat_template (else plain), a "
+	  "--chat-template", "auto|chatml|glm4|llama3|plain|qwen|JINJA",
+	  NULL, "chat template; auto = the model's tokenizer.chat_template (else qwen for qwen4exp, "
+	  "plain otherwise), a "
 	  "built-in by name, or Jinja text"),
 	K("serve", "chat_template_file", PATH, serve_chat_template_file, 0, 0, 0, NULL, NULL,
 	  "--chat-template-file", "FILE", NULL, "read the chat template (Jinja) from FILE; wins "

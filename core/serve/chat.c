@@ -115,9 +115,14 @@ static int compile_as(struct strata_chat *c, const char *src, const char *origin
 	return rc;
 }
 
-/* The model's template, or plain when it has none or it does not compile. */
-static int choose_auto(struct strata_chat *c, const char *model)
+/*
+ * The model's template, or the built-in fallback (plain unless the
+ * architecture has a known format) when it has none or it does not compile.
+ */
+static int choose_auto(struct strata_chat *c, const char *model, const char *fallback)
 {
+	char origin[64];
+
 	struct strata_tmpl_err err;
 	int rc;
 
@@ -131,10 +136,13 @@ static int choose_auto(struct strata_chat *c, const char *model)
 		if (rc != -EINVAL)
 			return rc;
 		strata_info("the model's chat template does not compile (line %d: %s): using the "
-			    "built-in plain transcript instead; [serve] chat_template_file sets "
-			    "another", err.line, err.msg);
+			    "built-in %s template instead; [serve] chat_template_file sets "
+			    "another", err.line, err.msg, fallback ? fallback : "plain");
 	}
-	return compile_as(c, strata_chat_builtin("plain"), "built-in plain");
+	if (!fallback || !strata_chat_builtin(fallback))
+		fallback = "plain";
+	snprintf(origin, sizeof(origin), "built-in %s", fallback);
+	return compile_as(c, strata_chat_builtin(fallback), origin);
 }
 
 static int choose(struct strata_chat *c, const struct strata_chat_opts *o)
@@ -156,15 +164,15 @@ static int choose(struct strata_chat *c, const struct strata_chat_opts *o)
 		return rc;
 	}
 	if (!set || !*set || !strcmp(set, "auto"))
-		return choose_auto(c, o->model);
+		return choose_auto(c, o->model, o->fallback);
 	if (strata_chat_builtin(set)) {
 		snprintf(origin, sizeof(origin), "built-in %s", set);
 		return compile_as(c, strata_chat_builtin(set), origin);
 	}
 	if (strstr(set, "{{") || strstr(set, "{%"))
 		return compile_as(c, set, "[serve] chat_template");
-	strata_error("[serve] chat_template: '%s' is not auto, chatml, glm4, llama3, plain or "
-		     "a Jinja template", set);
+	strata_error("[serve] chat_template: '%s' is not auto, chatml, glm4, llama3, plain, qwen "
+		     "or a Jinja template", set);
 	return -EINVAL;
 }
 

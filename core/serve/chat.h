@@ -25,6 +25,7 @@ struct strata_chat_opts {
 	const char *setting;   /* [serve] chat_template: auto, a built-in's name, or Jinja text */
 	const char *file;      /* [serve] chat_template_file, or NULL */
 	const char *model;     /* the GGUF's tokenizer.chat_template, or NULL */
+	const char *fallback;  /* the built-in for a model without one (NULL: plain) */
 	const char *bos, *eos; /* the vocabulary's BOS and EOS text ("" when it has none) */
 	int tokenizer_adds_bos;/* a rendered leading bos is dropped (the tokenizer adds it) */
 };
@@ -73,7 +74,7 @@ struct strata_chat_msg {
 int strata_chat_render_msgs(const struct strata_chat *c, const struct strata_chat_msg *msgs,
 			    size_t n, char **out, size_t *len, struct strata_tmpl_err *err);
 
-/* The built-in templates' Jinja texts by name (chatml, glm4, llama3, plain); NULL if none. */
+/* The built-in templates' Jinja texts by name (chatml, glm4, llama3, plain, qwen); NULL if none. */
 const char *strata_chat_builtin(const char *name);
 
 #endif

@@ -306,6 +306,8 @@ static int open_chat(struct strata_engine *e, struct strata_chat **out)
 	struct strata_chat_opts o = {
 		.setting = c->serve_chat_template, .file = c->serve_chat_template_file,
 		.model = strata_engine_chat_template(e),
+		/* qwen4exp speaks Qwen's ChatML with a thinking block, template or not */
+		.fallback = e->model->hp.arch == STRATA_ARCH_QWEN4EXP ? "qwen" : NULL,
 		.bos = bos >= 0 && strata_engine_token_text(e, bos) ? strata_engine_token_text(e, bos)
 								    : "",
 		.eos = eos >= 0 && strata_engine_token_text(e, eos) ? strata_engine_token_text(e, eos)

@@ -8,8 +8,8 @@
  * tools, under small step, output and memory limits) or fails with a
  * message; never a crash, a hang or a leak.
  *
- * Byte 0 even: (byte 0 >> 1) % 4 picks a built-in template (chatml, glm4,
- * llama3, plain) and the rest is messages separated by NUL bytes, each a
+ * Byte 0 even: (byte 0 >> 1) % 5 picks a built-in template (chatml, glm4,
+ * llama3, plain, qwen) and the rest is messages separated by NUL bytes, each a
  * role byte (system, user, assistant, tool) and its content.  A built-in
  * renders every such conversation: a NUL-terminated text of *len bytes
  * holding each content (trimmed for llama3) in order and ending with the
@@ -25,18 +25,18 @@
 
 #define FUZZ_MAX_MSGS 64
 
-static const char *const g_names[] = { "chatml", "glm4", "llama3", "plain" };
+static const char *const g_names[] = { "chatml", "glm4", "llama3", "plain", "qwen" };
 static const char *const g_openers[] = {
 	"<|im_start|>assistant\n", "<|assistant|>",
 	"<|start_header_id|>assistant<|end_header_id|>\n\n", "Assistant:",
 };
-static struct strata_chat *g_chats[4];
+static struct strata_chat *g_chats[5];
 static cJSON *g_vars;
 
 int fuzz_target_init(void)
 {
 	fuzz_quiet();
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		struct strata_chat_opts o = { .setting = g_names[i], .bos = "<s>", .eos = "</s>" };
 
 		if (strata_chat_create(&o, &g_chats[i]))
@@ -140,6 +140,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1)
 		fuzz_template(data, size);
 	else
-		fuzz_builtin((data[0] >> 1) % 4, data + 1, size - 1);
+		fuzz_builtin((data[0] >> 1) % 5, data + 1, size - 1);
 	return 0;
 }
