@@ -209,6 +209,45 @@ static int deltanet(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint
 }
 
 /*
+ * The batch's PLE rows into *pe on be: the reader's (started before layer
+ * 0) or gathered from the mapping on the CPU (into `rows`, a view of the
+ * CPU's pe), then copied over when be is the device.
+ */
+static int ple_embed(struct strata_ctx *c, struct strata_backend *be, uint32_t n,
+		     struct strata_tensor *pe, const struct strata_tensor *rows,
+		     const struct strata_tensor *ids)
+{
+	const size_t bytes = (size_t)n * c->m->hp.n_embd * sizeof(float);
+	const float *host = strata_tensor_data(&c->ws_cpu.pe);
+
+	if (c->ple_rd) {
+		struct strata_ple_stats st;
+		int rc = strata_ple_wait(c->ple_chunk);
+
+		c->ple_started = 0;
+		strata_ple_chunk_stats(c->ple_chunk, &st);
+		c->ple_wait_ms += st.blocked_ms;
+		c->ple_chunks++;
+		if (rc)
+			return rc;
+		host = c->ple_out;
+		if (be == c->cpu) { /* read in place */
+			*pe = strata_t_f32(&c->ple_out_buf, 0, c->m->hp.n_embd, n);
+			return 0;
+		}
+	} else {
+		struct strata_tensor r = *rows;
+
+		r.buf = c->ws_cpu.pe.buf;
+		r.offset = c->ws_cpu.pe.offset;
+		RUN(strata_op1(c->cpu, STRATA_OP_GET_ROWS, &r, &c->ple_table, ids));
+		if (be == c->cpu)
+			return 0;
+	}
+	return strata_backend_copy_in(be, pe->buf, pe->offset, host, bytes, NULL);
+}
+
+/*
  * The PLE fusion before layer l's mixer: each token's 16 n-gram rows
  * (c->ple_ids) as a key and a value; a per-stream gate of the key against
  * the streams; the gated value plus a dilated causal conv of it (history
@@ -236,21 +275,7 @@ static int ple(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t 
 				  .src = { &pk, &s->L[l].ple_hist, &L->ple_conv },
 				  .p.conv.dilation = hp->q4x.ple_ngram };
 
-	if (c->ple_rd) { /* the rows the reader started before layer 0 */
-		struct strata_ple_stats st;
-		int rc = strata_ple_wait(c->ple_chunk);
-
-		c->ple_started = 0;
-		strata_ple_chunk_stats(c->ple_chunk, &st);
-		c->ple_wait_ms += st.blocked_ms;
-		c->ple_chunks++;
-		if (rc)
-			return rc;
-		pe = strata_t_f32(&c->ple_out_buf, 0, hp->n_embd, n);
-		it[0].x = it[1].x = &pe;
-	} else {
-		RUN(strata_op1(be, STRATA_OP_GET_ROWS, &rows, &c->ple_table, &ids));
-	}
+	RUN(ple_embed(c, be, n, &pe, &rows, &ids));
 	RUN(ctx_matmul(be, it, 2));
 	RUN(grouped_norm(c, be, &pk, &pk, &L->ple_nk, n));
 	RUN(grouped_norm(c, be, &pq, &res, &L->ple_nq, n));
@@ -281,28 +306,65 @@ static int embed(struct strata_ctx *c, const int32_t *tokens, uint32_t n)
 	return 0;
 }
 
+/* Move the residual streams' n rows to `to`; *at says where they are. */
+static int move_res(struct strata_ctx *c, struct strata_backend **at, struct strata_backend *to,
+		    uint32_t n)
+{
+	const size_t bytes = (size_t)n * c->m->hp.n_embd * c->m->hp.q4x.hc * sizeof(float);
+	float *host = strata_tensor_data(&c->ws_cpu.res);
+	int rc;
+
+	if (*at == to)
+		return 0;
+	if (to == c->cpu) /* blocking: ordered after the device's last op */
+		rc = strata_backend_copy_out(*at, &c->ws_dev.buf, c->ws_dev.res.offset, host, bytes,
+					     NULL);
+	else
+		rc = strata_backend_copy_in(to, &c->ws_dev.buf, c->ws_dev.res.offset, host, bytes,
+					    NULL);
+	*at = to;
+	return rc;
+}
+
 /* Logits of rows [first, n): the head mixer collapses their streams, then the output. */
-static int head(struct strata_ctx *c, uint32_t first, uint32_t n, float *out)
+static int head(struct strata_ctx *c, struct strata_backend **at, uint32_t first, uint32_t n,
+		float *out)
 {
 	const struct strata_hparams *hp = &c->m->hp;
+	struct strata_backend *be = c->out_be;
+	struct ws *w = strata_ctx_ws(c, be);
 	const uint32_t rows = n - first;
 	struct strata_buf host = { .base = out, .size = (size_t)rows * hp->n_vocab * sizeof(float),
 				   .flags = STRATA_BUF_HOST };
 	struct strata_tensor y = strata_t_f32(&host, 0, hp->n_vocab, rows);
-	struct strata_tensor xn = strata_t_cols(&c->ws_cpu.xn, 0, rows);
+	struct strata_tensor xn = strata_t_cols(&w->xn, 0, rows);
 	struct strata_matmul_item it = { &c->output, &xn, NULL, &y };
 
-	RUN(hc_mix(c, c->cpu, c->hc_head, first, rows));
-	return ctx_matmul(c->cpu, &it, 1);
+	RUN(move_res(c, at, be, n));
+	RUN(hc_mix(c, be, c->hc_head, first, rows));
+	if (be == c->cpu)
+		return ctx_matmul(be, &it, 1);
+	for (uint32_t r = 0; r < rows; r += CTX_LOGIT_ROWS) {
+		const uint32_t k = rows - r < CTX_LOGIT_ROWS ? rows - r : CTX_LOGIT_ROWS;
+		struct strata_tensor xr = strata_t_cols(&xn, r, k), lg = strata_t_cols(&w->lg, 0, k);
+
+		it = (struct strata_matmul_item){ &c->output, &xr, NULL, &lg };
+		RUN(ctx_matmul(be, &it, 1));
+		RUN(strata_backend_copy_out(be, &w->buf, w->lg.offset, out + (size_t)r * hp->n_vocab,
+					    (size_t)k * hp->n_vocab * sizeof(float), NULL));
+	}
+	return 0;
 }
 
-static int layers(struct strata_ctx *c, struct strata_seq *s, uint32_t n)
+static int layers(struct strata_ctx *c, struct strata_seq *s, struct strata_backend **at,
+		  uint32_t n)
 {
 	const struct strata_hparams *hp = &c->m->hp;
 
 	for (uint32_t l = 0; l < hp->n_layer - hp->n_nextn; l++) {
 		struct pl_layer *L = &c->L[l];
 
+		RUN(move_res(c, at, L->be, n));
 		if (c->m->layers[l].q4x.ple)
 			RUN(ple(c, s, l, n));
 		RUN(hc_mix(c, L->be, L->hc_attn, 0, n));
@@ -349,6 +411,7 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 {
 	struct strata_ctx *c = s->c;
 	struct strata_ple_hist hist = s->ple;
+	struct strata_backend *at = c->cpu;
 	int rc = 0;
 
 	/* the rows first, so that the reads run while layer 0 computes */
@@ -356,13 +419,16 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 		return rc;
 	rc = embed(c, tokens, n);
 	if (!rc)
-		rc = layers(c, s, n);
+		rc = layers(c, s, &at, n);
 	if (c->ple_started) { /* failed before the PLE layer: the reads must end first */
 		(void)strata_ple_wait(c->ple_chunk);
 		c->ple_started = 0;
 	}
 	if (!rc && logits)
-		rc = head(c, all_logits ? 0 : n - 1, n, logits);
+		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
+	/* queued device work fails here at the latest, inside this call */
+	if (!rc && c->dev)
+		rc = strata_backend_sync(c->dev);
 	if (rc)
 		return rc;
 	s->pos += n;

@@ -232,6 +232,30 @@ struct budget {
 	int full; /* the device refused an allocation the budget allowed */
 };
 
+/* qwen4exp's own ops of layer M, on be. */
+static int q4x_supported(struct strata_backend *be, const struct strata_layer *M)
+{
+	uint32_t ops[8], n = 0;
+
+	ops[n++] = STRATA_OP_HC_PRE;
+	ops[n++] = STRATA_OP_HC_POST;
+	ops[n++] = STRATA_OP_SCALE_SILU;
+	if (M->recurrent)
+		ops[n++] = STRATA_OP_DELTANET_TILED;
+	if (M->q4x.compress_ratio) {
+		ops[n++] = STRATA_OP_QSA_SELECT;
+		ops[n++] = STRATA_OP_ATTN_SPARSE;
+	}
+	if (M->q4x.ple) {
+		ops[n++] = STRATA_OP_PLE_GATE;
+		ops[n++] = STRATA_OP_CONV_SILU;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (!strata_backend_supports(be, ops[i], STRATA_TYPE_F32))
+			return 0;
+	return 1;
+}
+
 /* Every op and weight type layer l needs, on be. */
 static int layer_supported(struct strata_backend *be, const struct strata_model *m, uint32_t l,
 			   struct pl_layer *L)
@@ -251,6 +275,8 @@ static int layer_supported(struct strata_backend *be, const struct strata_model 
 	for (size_t i = 0; i < n_ops; i++)
 		if (!strata_backend_supports(be, ops[i], STRATA_TYPE_F32))
 			return 0;
+	if (m->hp.arch == STRATA_ARCH_QWEN4EXP && !q4x_supported(be, &m->layers[l]))
+		return 0;
 	for (size_t i = 0; moe && i < sizeof(moe_ops) / sizeof(*moe_ops); i++)
 		if (!strata_backend_supports(be, moe_ops[i], STRATA_TYPE_F32))
 			return 0;
@@ -334,16 +360,26 @@ static int place_layer(struct strata_ctx *c, struct budget *b, uint32_t l, uint6
 
 static int place_output(struct strata_ctx *c, struct budget *b)
 {
-	struct strata_tensor *v[2] = { &c->output_norm, &c->output };
-	const size_t bytes = align_up(t_bytes(&c->output_norm)) + align_up(t_bytes(&c->output));
+	/* qwen4exp's head is its last mixer (hc_head) in place of the norm */
+	const int q4x = c->m->hp.arch == STRATA_ARCH_QWEN4EXP;
+	struct strata_tensor *v[4] = { &c->output, q4x ? &c->hc_head[0] : &c->output_norm,
+				       &c->hc_head[1], &c->hc_head[2] };
+	const int nv = q4x ? 4 : 2;
+	size_t bytes = 0;
 	int rc;
 
+	for (int i = 0; i < nv; i++)
+		bytes += align_up(t_bytes(v[i]));
 	if (!strata_backend_supports(c->dev, STRATA_OP_RMS_NORM, STRATA_TYPE_F32) ||
-	    !strata_backend_supports(c->dev, STRATA_OP_MATMUL, c->output.type))
+	    !strata_backend_supports(c->dev, STRATA_OP_MATMUL, c->output.type) ||
+	    (q4x && (!strata_backend_supports(c->dev, STRATA_OP_HC_PRE, STRATA_TYPE_F32) ||
+		     !strata_backend_supports(c->dev, STRATA_OP_SCALE_SILU, STRATA_TYPE_F32) ||
+		     !strata_backend_supports(c->dev, STRATA_OP_MATMUL, c->hc_head[1].type) ||
+		     !strata_backend_supports(c->dev, STRATA_OP_MATMUL, c->hc_head[2].type))))
 		return 0;
 	if ((rc = alloc_in(c->dev, b, bytes, STRATA_BUF_USE_WEIGHTS, &c->out_buf)))
 		return rc == -ENOSPC ? 0 : rc;
-	if ((rc = upload(c->dev, &c->out_buf, v, 2)))
+	if ((rc = upload(c->dev, &c->out_buf, v, nv)))
 		return rc;
 	c->out_be = c->dev;
 	c->st.dev_output = 1;
@@ -516,11 +552,6 @@ int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o)
 		h_hc(c, &c->m->hc_head, c->hc_head);
 		c->ple_table = h_mat(c, &c->m->ple_table);
 		c->st.host_weight_bytes += t_bytes(&c->hc_head[1]) + t_bytes(&c->hc_head[2]);
-		if (o->device) { /* its streams and PLE rows do not cross a link yet */
-			strata_warn("qwen4exp runs on the CPU only in this version: the device is "
-				    "left unused");
-			return 0;
-		}
 	}
 	return o->device ? place_device(c, o) : 0;
 }

@@ -545,7 +545,7 @@ static struct gs_item *op_item(const struct strata_op *op)
 						   &it->b[STRATA_OP_MAX_SRC], op->dst);
 	it->op.aux = (struct strata_tensor *)xlate(&it->t[STRATA_OP_MAX_SRC + 1],
 						   &it->b[STRATA_OP_MAX_SRC + 1], op->aux);
-	if (op->code == STRATA_OP_DELTANET)
+	if (op->code == STRATA_OP_DELTANET || op->code == STRATA_OP_DELTANET_TILED)
 		it->op.p.dn.norm = xlate(&it->t[STRATA_OP_MAX_SRC + 2],
 					 &it->b[STRATA_OP_MAX_SRC + 2], op->p.dn.norm);
 	if (!n)
