@@ -31,6 +31,12 @@
 
 static char g_dir[4096];
 
+/* var = the path of ../shared/rel, or the case is skipped (counted) when it is absent. */
+#define SHARED_OR_SKIP(var, rel)                                                   \
+	const char *var = tu_shared(rel);                                          \
+	if (!var)                                                                  \
+		TU_SKIP("test data ../shared/%s is absent", rel)
+
 static void setup(void)
 {
 	const char *d = tu_tmpdir();
@@ -169,7 +175,7 @@ static int64_t tensor_index(const char *src, const char *part)
 
 START_TEST(open_any_shard)
 {
-	const char *src = tu_shared_or_skip(MOE);
+	SHARED_OR_SKIP(src, MOE);
 	struct strata_gguf *one, *g;
 	char prefix[4200];
 	int64_t first[3] = { 0, 5, 0 };
@@ -250,7 +256,7 @@ static void refused(const char *prefix, uint32_t n, uint32_t open_k, int want_rc
 
 START_TEST(bad_shards)
 {
-	const char *src = tu_shared_or_skip(MOE);
+	SHARED_OR_SKIP(src, MOE);
 	char prefix[4200];
 	int64_t first[2] = { 0, 7 };
 	char *p;
@@ -370,7 +376,7 @@ static const char *const g_split_models[] = {
 
 START_TEST(same_logits)
 {
-	const char *src = tu_shared_or_skip(g_split_models[_i]);
+	SHARED_OR_SKIP(src, g_split_models[_i]);
 	struct strata_model *one, *split;
 	struct strata_pool *pool;
 	char prefix[4200], *p1;
@@ -399,7 +405,7 @@ END_TEST
 /* Streamed experts of a model whose experts are split over both shards. */
 START_TEST(streamed_experts)
 {
-	const char *src = tu_shared_or_skip("models/syn-qwen3moe-f32.gguf");
+	SHARED_OR_SKIP(src, "models/syn-qwen3moe-f32.gguf");
 	struct strata_model *one, *split;
 	struct strata_pool *pool;
 	struct strata_config c;
@@ -460,7 +466,7 @@ END_TEST
 
 START_TEST(ple_table_in_second_shard)
 {
-	const char *src = tu_shared_or_skip("models/syn-qwen4exp-f32.gguf");
+	SHARED_OR_SKIP(src, "models/syn-qwen4exp-f32.gguf");
 	struct strata_gguf *one, *split;
 	struct strata_ple_table t1, t2;
 	char prefix[4200], *p0, *p1;
