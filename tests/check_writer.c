@@ -699,9 +699,24 @@ START_TEST(test_qwen4exp_presets)
 }
 END_TEST
 
+/* Sum of tensor bytes (padded to 32) in shard file `path`, and its tensor count. */
+static uint64_t shard_bytes(const char *path, int64_t *n)
+{
+	struct strata_gguf *g;
+	uint64_t sum = 0;
+
+	ck_assert_int_eq(strata_gguf_open_one(path, &g), 0);
+	*n = strata_gguf_n_tensors(g);
+	for (int64_t i = 0; i < *n; i++)
+		sum += (strata_gguf_tensor(g, i)->size + 31) / 32 * 32;
+	strata_gguf_close(g);
+	return sum;
+}
+
 /*
- * A model written in shards (--split-max-tensors) computes exactly what the
- * same model in one file computes (the same seed: the same bytes).
+ * A model written in shards (--split-max-tensors, --split-max-size)
+ * computes exactly what the same model in one file computes (the same seed:
+ * the same bytes); the shards keep the limits.
  */
 START_TEST(test_split_same_logits)
 {
@@ -712,17 +727,35 @@ START_TEST(test_split_same_logits)
 	struct strata_seq *sa, *sb;
 	float *la, *lb;
 	size_t nv;
+	int by_size = _i;
 
 	fresh_dir();
 	snprintf(one, sizeof(one), "%s/m.gguf", g_dir);
 	snprintf(split, sizeof(split), "%s/m-split", g_dir);
-	snprintf(first, sizeof(first), "%s/m-split-00001-of-00003.gguf", g_dir);
 	write_model(one, "qwen3moe", "--type Q8_0 --n-embd 64");
-	write_model(split, "qwen3moe", "--type Q8_0 --n-embd 64 --split-max-tensors 15");
-	ck_assert_int_eq(n_entries(g_dir), 4); /* 39 tensors: 15 + 15 + 9 */
+	if (by_size) { /* at most 40 kB of tensor data a shard: token_embd is 34 KiB */
+		write_model(split, "qwen3moe", "--type Q8_0 --n-embd 64 --split-max-size 40K");
+		ck_assert_int_gt(n_entries(g_dir), 3);
+		for (int k = 0; k < n_entries(g_dir) - 1; k++) {
+			int64_t nt;
+			uint64_t sz;
+
+			snprintf(first, sizeof(first), "%s/m-split-%05d-of-%05d.gguf", g_dir, k + 1,
+				 n_entries(g_dir) - 1);
+			sz = shard_bytes(first, &nt);
+			ck_assert_msg(sz <= 40000 || nt == 1, "%s: %llu bytes in %lld tensors", first,
+				      (unsigned long long)sz, (long long)nt);
+		}
+		snprintf(first, sizeof(first), "%s/m-split-00001-of-%05d.gguf", g_dir,
+			 n_entries(g_dir) - 1);
+	} else {
+		write_model(split, "qwen3moe", "--type Q8_0 --n-embd 64 --split-max-tensors 15");
+		ck_assert_int_eq(n_entries(g_dir), 4); /* 39 tensors: 15 + 15 + 9 */
+		snprintf(first, sizeof(first), "%s/m-split-00001-of-00003.gguf", g_dir);
+	}
 	ck_assert_int_eq(strata_model_load(one, &a), 0);
 	ck_assert_int_eq(strata_model_load(first, &b), 0);
-	ck_assert_int_eq(strata_gguf_n_files(b->gguf), 3);
+	ck_assert_int_eq(strata_gguf_n_files(b->gguf), by_size ? n_entries(g_dir) - 1 : 3);
 	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
 	nv = a->hp.n_vocab;
 	la = malloc(6 * nv * sizeof(float));
@@ -971,6 +1004,8 @@ START_TEST(test_cli_errors)
 		{ "--arch qwen3moe --split-ple --out @OUT",
 		  "--split-ple: a qwen3moe model has no PLE table" },
 		{ "--arch qwen3moe --split-max-tensors 0 --out @OUT", "--split-max-tensors: '0'" },
+		{ "--arch qwen3moe --split-max-size 1.5G --out @OUT", "--split-max-size: '1.5'" },
+		{ "--arch qwen3moe --split-max-size M --out @OUT", "--split-max-size: 'M' is not a size" },
 		{ "--preset syn-qwen4exp --arch qwen3next --out @OUT",
 		  "--preset syn-qwen4exp is a qwen4exp model, not --arch qwen3next" },
 	};
@@ -1032,7 +1067,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_q4_k_m_mix);
 	tcase_add_test(tc, test_q4_k_m_qwen3next);
 	tcase_add_test(tc, test_qwen4exp_presets);
-	tcase_add_test(tc, test_split_same_logits);
+	tcase_add_loop_test(tc, test_split_same_logits, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("peer");
 	tcase_set_tags(tc, "peer");

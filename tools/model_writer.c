@@ -41,7 +41,7 @@
 
 enum {
 	O_ARCH = 256, O_OUT, O_TYPE, O_SEED, O_VOCAB, O_PRESET, O_THREADS, O_NAME, O_HELP, O_DRY,
-	O_ROPE_BASE, O_EPS, O_EXP_SCALE, O_SPLIT_PLE, O_SPLIT_TENSORS, O_PLE_TYPE,
+	O_ROPE_BASE, O_EPS, O_EXP_SCALE, O_SPLIT_PLE, O_SPLIT_TENSORS, O_SPLIT_SIZE, O_PLE_TYPE,
 	O_INT0 /* integer options from here, in W_* order */
 };
 
@@ -61,6 +61,7 @@ static const struct option g_long[] = {
 	{ "exp-scale", required_argument, NULL, O_EXP_SCALE },
 	{ "split-ple", no_argument, NULL, O_SPLIT_PLE },
 	{ "split-max-tensors", required_argument, NULL, O_SPLIT_TENSORS },
+	{ "split-max-size", required_argument, NULL, O_SPLIT_SIZE },
 	{ "ple-type", required_argument, NULL, O_PLE_TYPE },
 	{ "n-vocab", required_argument, NULL, O_INT0 + W_VOCAB },
 	{ "n-embd", required_argument, NULL, O_INT0 + W_EMBD },
@@ -120,6 +121,8 @@ static void usage(void)
 "                    4.2 GiB PLE table (Q8_0), alone in a second shard\n"
 "  --split-ple       write shards: the PLE table alone in the last (qwen4exp)\n"
 "  --split-max-tensors N  write shards of at most N tensors (gguf-split's rule);\n"
+"  --split-max-size N[K|M|G]  ... of at most N bytes of tensor data (1000-based\n"
+"                    units, as gguf-split's; a larger tensor gets a shard alone)\n"
 "                    with shards, --out is the prefix: a trailing .gguf is dropped\n"
 "                    and the files are PREFIX-00001-of-0000N.gguf, ...\n"
 "  --name S          general.name (default synthetic-ARCH-sSEED)\n"
@@ -170,6 +173,29 @@ static int parse_int(const char *flag, const char *s, uint64_t lo, uint64_t hi, 
 	return 0;
 }
 
+/* A byte count N with an optional K, M or G (1000-based, as gguf-split's --split-max-size). */
+static int parse_size(const char *flag, const char *s, uint64_t *out)
+{
+	char num[32];
+	size_t n = strlen(s);
+	uint64_t unit = 1, v;
+
+	if (n && strchr("KMG", s[n - 1])) {
+		unit = s[n - 1] == 'K' ? 1000 : s[n - 1] == 'M' ? 1000000 : 1000000000;
+		n--;
+	}
+	if (n == 0 || n >= sizeof(num)) {
+		strata_error("--%s: '%s' is not a size (N, NK, NM or NG)", flag, s);
+		return -EINVAL;
+	}
+	memcpy(num, s, n);
+	num[n] = 0;
+	if (parse_int(flag, num, 1, UINT64_MAX / unit, &v))
+		return -EINVAL;
+	*out = v * unit;
+	return 0;
+}
+
 static int parse_pos_float(const char *flag, const char *s, float *out)
 {
 	char *end;
@@ -213,6 +239,7 @@ struct args {
 	int threads, dry_run;
 	int split_ple;           /* the PLE table alone in the last shard */
 	uint64_t split_tensors;  /* at most this many tensors a shard; 0 = no limit */
+	uint64_t split_bytes;    /* at most this many bytes of tensor data a shard; 0 = no limit */
 };
 
 /* Returns 0, 1 for --help, or -EINVAL after logging. */
@@ -250,6 +277,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_SPLIT_PLE: a->split_ple = 1; break;
 		case O_SPLIT_TENSORS:
 			rc = parse_int("split-max-tensors", optarg, 1, 1u << 20, &a->split_tensors);
+			break;
+		case O_SPLIT_SIZE:
+			rc = parse_size("split-max-size", optarg, &a->split_bytes);
 			break;
 		case O_PLE_TYPE: a->cfg.ple_type_name = optarg; break;
 		case '?':
@@ -639,12 +669,13 @@ static int run(struct args *a)
 		rc = 2;
 		goto out;
 	}
-	if (a->split_ple || a->split_tensors) {
+	if (a->split_ple || a->split_tensors || a->split_bytes) {
 		if (!(shard = calloc(plan.n, sizeof(*shard)))) {
 			rc = 1;
 			goto out;
 		}
-		if (strata_writer_shards(&a->cfg, &plan, a->split_ple, a->split_tensors, shard, &n)) {
+		if (strata_writer_shards(&a->cfg, &plan, a->split_ple, a->split_tensors,
+					 a->split_bytes, shard, &n)) {
 			rc = 2;
 			goto out;
 		}
@@ -660,8 +691,8 @@ static int run(struct args *a)
 	if (a->dry_run) {
 		print_plan(&a->cfg, &plan);
 		if (shard)
-			printf("shards: %u (the PLE table %s)\n", n,
-			       a->split_ple ? "alone in the last" : "with the rest");
+			printf("shards: %u%s\n", n,
+			       a->split_ple ? " (the PLE table alone in the last)" : "");
 		rc = 0;
 		goto out;
 	}

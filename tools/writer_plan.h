@@ -128,11 +128,14 @@ int strata_writer_meta(struct strata_gguf_writer *w, const struct wcfg *c,
 /*
  * Which shard each tensor of p goes to (shard[p->n]) and how many there
  * are: with split_ple the PLE table alone in the last (qwen4exp only, else
- * -EINVAL logged); with max_tensors > 0 the others in files of at most that
- * many, in plan order (gguf-split --split-max-tensors); else all in shard 0.
+ * -EINVAL logged); the others in plan order, a new shard when the current
+ * one holds max_tensors (> 0) or the next tensor's bytes, padded to 32,
+ * would take it past max_bytes (> 0; a larger tensor gets a shard alone):
+ * gguf-split's --split-max-tensors and --split-max-size.
  */
 int strata_writer_shards(const struct wcfg *c, const struct wplan *p, int split_ple,
-			 uint64_t max_tensors, uint32_t *shard, uint32_t *n_shards);
+			 uint64_t max_tensors, uint64_t max_bytes, uint32_t *shard,
+			 uint32_t *n_shards);
 
 /*
  * The path of shard k of n for --out `out`: its trailing ".gguf" dropped,

@@ -14,13 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/types.h"
 #include "util/log.h"
 
 int strata_writer_shards(const struct wcfg *c, const struct wplan *p, int split_ple,
-			 uint64_t max_tensors, uint32_t *shard, uint32_t *n_shards)
+			 uint64_t max_tensors, uint64_t max_bytes, uint32_t *shard,
+			 uint32_t *n_shards)
 {
-	uint64_t k = 0;
-	uint32_t n = 1;
+	uint64_t k = 0, bytes = 0; /* tensors and padded bytes in the current shard */
+	uint32_t n = 1, cur = 0;
 	int found = 0;
 
 	if (split_ple && c->arch != WA_QWEN4EXP) {
@@ -32,9 +34,22 @@ int strata_writer_shards(const struct wcfg *c, const struct wplan *p, int split_
 			found = 1;
 			continue;
 		}
-		shard[i] = max_tensors ? (uint32_t)(k++ / max_tensors) : 0;
-		if (shard[i] + 1 > n)
-			n = shard[i] + 1;
+		{
+			const struct wtensor *t = &p->t[i];
+			uint64_t sz = strata_type_row_bytes(t->type, t->ne[0]) *
+				      (uint64_t)(t->ne[1] * t->ne[2]);
+
+			sz = (sz + 31) / 32 * 32; /* as gguf-split counts: padded */
+			if (k && ((max_tensors && k == max_tensors) ||
+				  (max_bytes && bytes + sz > max_bytes))) {
+				cur++;
+				k = bytes = 0;
+			}
+			shard[i] = cur;
+			k++;
+			bytes += sz;
+			n = cur + 1;
+		}
 	}
 	if (split_ple) {
 		if (!found) { /* the plan always has it: a broken build, not a user's error */
@@ -47,8 +62,8 @@ int strata_writer_shards(const struct wcfg *c, const struct wplan *p, int split_
 		n++;
 	}
 	if (n > 65535) {
-		strata_error("--split-max-tensors %" PRIu64 " makes %u shards; llama.cpp counts "
-			     "them in 16 bits", max_tensors, n);
+		strata_error("--split-max-tensors/--split-max-size make %u shards; llama.cpp "
+			     "counts them in 16 bits", n);
 		return -EINVAL;
 	}
 	*n_shards = n;
