@@ -25,6 +25,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_write.h"
 #include "model/model.h"
+#include "ple/ple.h"
 #include "util/log.h"
 
 /* ---- helpers ---- */
@@ -595,6 +596,189 @@ START_TEST(test_q4_k_m_qwen3next)
 }
 END_TEST
 
+/* ---- qwen4exp and shards ---- */
+
+/* The tensors of a and b: the same names, types, shapes and bytes (in any order). */
+static void same_tensors(const struct strata_gguf *a, const struct strata_gguf *b)
+{
+	ck_assert_int_eq(strata_gguf_n_tensors(a), strata_gguf_n_tensors(b));
+	for (int64_t i = 0; i < strata_gguf_n_tensors(a); i++) {
+		const struct strata_gguf_tensor *x = strata_gguf_tensor(a, i), *y;
+		char name[80];
+
+		snprintf(name, sizeof(name), "%.*s", (int)x->name.len, x->name.s);
+		y = strata_gguf_find_tensor(b, name);
+		ck_assert_msg(y && y->type == x->type && y->n_dims == x->n_dims &&
+			      !memcmp(y->ne, x->ne, sizeof(x->ne)) && x->size == y->size &&
+			      !memcmp(x->data, y->data, x->size), "%s", name);
+	}
+}
+
+/*
+ * --preset syn-qwen4exp is ../shared's syn-qwen4exp-f32.gguf (whose goldens
+ * llama.cpp's qwen4exp graph wrote) but for the seeded values: every key
+ * and value, every tensor's name, type, shape and offset.  --split-ple puts
+ * the PLE table alone in a second shard with llama.cpp's split keys, the
+ * same tensors and bytes as the one file, and the PLE reader's table there.
+ */
+START_TEST(test_qwen4exp_presets)
+{
+	char one[4096], split[4096], s1[4096], s2[4096];
+	const char *shared = tu_shared("models/syn-qwen4exp-f32.gguf");
+	struct strata_gguf *g, *h, *r, *s;
+	struct strata_ple_table t;
+	uint32_t v;
+
+	fresh_dir();
+	snprintf(one, sizeof(one), "%s/q4.gguf", g_dir);
+	snprintf(split, sizeof(split), "%s/q4s.gguf", g_dir);
+	snprintf(s1, sizeof(s1), "%s/q4s-00001-of-00002.gguf", g_dir);
+	snprintf(s2, sizeof(s2), "%s/q4s-00002-of-00002.gguf", g_dir);
+	ck_assert_int_eq(writer("--preset syn-qwen4exp --out %s", one), 0);
+	ck_assert_int_eq(writer("--arch qwen4exp --split-ple --out %s", split), 0);
+	ck_assert_ptr_nonnull(strstr(g_out, "shard 2 of 2"));
+	ck_assert_int_eq(strata_gguf_open(one, &g), 0);
+	check_values(g);
+	ck_assert_int_eq(strata_gguf_n_files(g), 1);
+	if (shared) {
+		ck_assert_int_eq(strata_gguf_open(shared, &r), 0);
+		same_keys(g, r);
+		same_table(g, r);
+		for (int64_t i = 0; i < strata_gguf_n_tensors(g); i++)
+			ck_assert_uint_eq(strata_gguf_tensor(g, i)->offset,
+					  strata_gguf_tensor(r, i)->offset);
+		strata_gguf_close(r);
+	} else {
+		printf("note: ../shared/models/syn-qwen4exp-f32.gguf absent, its layout unchecked\n");
+		ck_assert_int_eq(strata_gguf_n_tensors(g), 113);
+	}
+	/* the shards, opened from either */
+	ck_assert_int_eq(strata_gguf_open(s2, &h), 0);
+	ck_assert_int_eq(strata_gguf_n_files(h), 2);
+	same_tensors(g, h);
+	ck_assert_int_eq(strata_gguf_n_kv(h), strata_gguf_n_kv(g) + 3);
+	ck_assert_int_eq(strata_ple_table_from_gguf(h, &t), 0);
+	ck_assert_str_eq(t.path, s2);
+	ck_assert_uint_eq(t.n_rows, 1152);
+	strata_gguf_close(h);
+	/* each shard alone: the keys gguf-split writes, the table alone in the second */
+	ck_assert_int_eq(strata_gguf_open_one(s1, &h), 0);
+	ck_assert_int_eq(strata_gguf_open_one(s2, &s), 0);
+	ck_assert_int_eq(strata_gguf_n_tensors(h), strata_gguf_n_tensors(g) - 1);
+	ck_assert_int_eq(strata_gguf_n_tensors(s), 1);
+	ck_assert(strata_str_eq(strata_gguf_tensor(s, 0)->name, "per_layer_token_embd.weight"));
+	ck_assert_int_eq(strata_gguf_kv_type(s, strata_gguf_find_key(s, "split.no")),
+			 STRATA_GGUF_U16);
+	ck_assert_int_eq(strata_gguf_kv_type(s, strata_gguf_find_key(s, "split.count")),
+			 STRATA_GGUF_U16);
+	ck_assert_int_eq(strata_gguf_kv_type(s, strata_gguf_find_key(s, "split.tensors.count")),
+			 STRATA_GGUF_I32);
+	ck_assert_uint_eq(u32_of(h, "split.no"), 0);
+	ck_assert_uint_eq(u32_of(s, "split.no"), 1);
+	ck_assert_uint_eq(u32_of(s, "split.count"), 2);
+	ck_assert_uint_eq(u32_of(s, "split.tensors.count"), 113);
+	ck_assert_int_lt(strata_gguf_find_key(s, "general.architecture"), 0);
+	ck_assert_int_eq(strata_gguf_get_u32(h, "qwen4exp.block_count", &v), 0);
+	strata_gguf_close(s);
+	strata_gguf_close(h);
+	strata_gguf_close(g);
+	/* bench-qwen4exp's plan: a PLE table over 4 GiB, in Q8_0, alone in shard 2 */
+	if (!tu_shared("vocab/ggml-vocab-llama-spm.gguf")) {
+		remove_dir();
+		TU_SKIP("../shared/vocab/ggml-vocab-llama-spm.gguf is absent: bench-qwen4exp unchecked");
+	}
+	ck_assert_int_eq(writer("--preset bench-qwen4exp --vocab %s --type Q4_0 --dry-run",
+				tu_shared("vocab/ggml-vocab-llama-spm.gguf")), 0);
+	ck_assert_str_eq(plan_type(g_out, "per_layer_token_embd.weight"), "Q8_0");
+	ck_assert_ptr_nonnull(strstr(g_out, "64 x 67110784"));
+	ck_assert_ptr_nonnull(strstr(g_out, "4563533312"));
+	ck_assert_ptr_nonnull(strstr(g_out, "shards: 2 (the PLE table alone in the last)"));
+	ck_assert_str_eq(plan_type(g_out, "blk.0.hc_attn_down.weight"), "F32");
+	ck_assert_str_eq(plan_type(g_out, "blk.3.indexer.q_proj.weight"), "Q4_0");
+	remove_dir();
+}
+END_TEST
+
+/* Sum of tensor bytes (padded to 32) in shard file `path`, and its tensor count. */
+static uint64_t shard_bytes(const char *path, int64_t *n)
+{
+	struct strata_gguf *g;
+	uint64_t sum = 0;
+
+	ck_assert_int_eq(strata_gguf_open_one(path, &g), 0);
+	*n = strata_gguf_n_tensors(g);
+	for (int64_t i = 0; i < *n; i++)
+		sum += (strata_gguf_tensor(g, i)->size + 31) / 32 * 32;
+	strata_gguf_close(g);
+	return sum;
+}
+
+/*
+ * A model written in shards (--split-max-tensors, --split-max-size)
+ * computes exactly what the same model in one file computes (the same seed:
+ * the same bytes); the shards keep the limits.
+ */
+START_TEST(test_split_same_logits)
+{
+	const int32_t toks[] = { 1, 10, 100, 300, 511, 7 };
+	char one[4096], split[4096], first[4096];
+	struct strata_model *a, *b;
+	struct strata_pool *pool;
+	struct strata_seq *sa, *sb;
+	float *la, *lb;
+	size_t nv;
+	int by_size = _i;
+
+	fresh_dir();
+	snprintf(one, sizeof(one), "%s/m.gguf", g_dir);
+	snprintf(split, sizeof(split), "%s/m-split", g_dir);
+	write_model(one, "qwen3moe", "--type Q8_0 --n-embd 64");
+	if (by_size) { /* at most 40 kB of tensor data a shard: token_embd is 34 KiB */
+		write_model(split, "qwen3moe", "--type Q8_0 --n-embd 64 --split-max-size 40K");
+		ck_assert_int_gt(n_entries(g_dir), 3);
+		for (int k = 0; k < n_entries(g_dir) - 1; k++) {
+			int64_t nt;
+			uint64_t sz;
+
+			snprintf(first, sizeof(first), "%s/m-split-%05d-of-%05d.gguf", g_dir, k + 1,
+				 n_entries(g_dir) - 1);
+			sz = shard_bytes(first, &nt);
+			ck_assert_msg(sz <= 40000 || nt == 1, "%s: %llu bytes in %lld tensors", first,
+				      (unsigned long long)sz, (long long)nt);
+		}
+		snprintf(first, sizeof(first), "%s/m-split-00001-of-%05d.gguf", g_dir,
+			 n_entries(g_dir) - 1);
+	} else {
+		write_model(split, "qwen3moe", "--type Q8_0 --n-embd 64 --split-max-tensors 15");
+		ck_assert_int_eq(n_entries(g_dir), 4); /* 39 tensors: 15 + 15 + 9 */
+		snprintf(first, sizeof(first), "%s/m-split-00001-of-00003.gguf", g_dir);
+	}
+	ck_assert_int_eq(strata_model_load(one, &a), 0);
+	ck_assert_int_eq(strata_model_load(first, &b), 0);
+	ck_assert_int_eq(strata_gguf_n_files(b->gguf), by_size ? n_entries(g_dir) - 1 : 3);
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	nv = a->hp.n_vocab;
+	la = malloc(6 * nv * sizeof(float));
+	lb = malloc(6 * nv * sizeof(float));
+	sa = tu_seq(a, pool, 64, 8);
+	sb = tu_seq(b, pool, 64, 8);
+	ck_assert_int_eq(strata_forward(sa, toks, 6, la, 1), 0);
+	ck_assert_int_eq(strata_forward(sb, toks, 6, lb, 1), 0);
+	ck_assert_mem_eq(la, lb, 6 * nv * sizeof(float));
+	ck_assert_int_eq(strata_forward(sa, toks + 2, 1, la, 0), 0);
+	ck_assert_int_eq(strata_forward(sb, toks + 2, 1, lb, 0), 0);
+	ck_assert_mem_eq(la, lb, nv * sizeof(float));
+	tu_seq_free(sa);
+	tu_seq_free(sb);
+	free(la);
+	free(lb);
+	strata_pool_free(pool);
+	strata_model_free(a);
+	strata_model_free(b);
+	remove_dir();
+}
+END_TEST
+
 /*
  * llama.cpp itself loads and runs what we write: llama-bench of the peer
  * that tools/peer/build.sh builds into build/peer (ctest check_writer.peer,
@@ -612,6 +796,11 @@ START_TEST(test_llama_cpp_loads)
 		/* the shipped packs' i-quants, from strata's own quantiser */
 		{ "qwen3moe", "--n-embd 256 --n-ff-exp 256 --n-expert 4 --type IQ2_XS" },
 		{ "qwen3moe", "--n-embd 256 --n-ff-exp 256 --n-expert 4 --type IQ1_M" },
+		/* qwen4exp, the tiny preset's shape: one file, the PLE table in a shard, split by count */
+		{ "qwen4exp", "" },
+		{ "qwen4exp", "--split-ple" },
+		{ "qwen4exp", "--split-max-tensors 40 --split-ple" },
+		{ "qwen3moe", "--type Q8_0 --split-max-tensors 16" },
 	};
 	char peer[4096], path[4096], cmd[8400];
 
@@ -622,6 +811,10 @@ START_TEST(test_llama_cpp_loads)
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		snprintf(path, sizeof(path), "%s/m%zu.gguf", g_dir, k);
 		write_model(path, cases[k].arch, cases[k].args);
+		if (strstr(cases[k].args, "--split")) /* llama.cpp is given the first shard */
+			snprintf(path, sizeof(path), "%s/m%zu-00001-of-%05d.gguf", g_dir, k,
+				 strstr(cases[k].args, "max-tensors 40") ? 4
+				 : strstr(cases[k].args, "max-tensors") ? 3 : 2);
 		snprintf(cmd, sizeof(cmd), "'%s' -m '%s' -t 1 -p 4 -n 2 -r 1", peer, path);
 		ck_assert_msg(tu_run(cmd, g_out, sizeof(g_out)) == 0 && strstr(g_out, " tg2 "),
 			      "llama.cpp refused %s %s: %s", cases[k].arch, cases[k].args, g_out);
@@ -758,17 +951,18 @@ START_TEST(test_cli_errors)
 		{ "--arch qwen3moe --type Q9_9 --out @OUT", "--type: 'Q9_9' is not a weight type" },
 		{ "--arch qwen3moe --type Q8_K --out @OUT", "--type: 'Q8_K' is not a weight type" },
 		{ "--arch gpt5 --out @OUT", "unknown architecture 'gpt5'" },
-		{ "--out @OUT", "--arch llama|qwen3moe|glm4moe|qwen3next (or --preset) is required" },
+		{ "--out @OUT",
+		  "--arch llama|qwen3moe|glm4moe|qwen3next|qwen4exp (or --preset) is required" },
 		{ "--arch llama", "--out FILE is required" },
 		{ "--arch llama --bogus --out @OUT", "unknown option" },
 		{ "--arch llama --n-expert 4 --out @OUT",
-		  "--n-expert applies to qwen3moe, glm4moe and qwen3next, not llama" },
+		  "--n-expert applies to qwen3moe, glm4moe, qwen3next and qwen4exp, not llama" },
 		{ "--arch qwen3moe --nextn 1 --out @OUT",
 		  "--nextn applies to glm4moe and qwen3next, not qwen3moe" },
 		{ "--arch glm4moe --n-layer 3 --nextn 3 --out @OUT", "leaves no main layer" },
 		{ "--arch qwen3next --n-layer 2 --nextn 2 --out @OUT", "leaves no main layer" },
 		{ "--arch qwen3moe --ssm-state 8 --out @OUT",
-		  "--ssm-state applies to qwen3next, not qwen3moe" },
+		  "--ssm-state applies to qwen3next and qwen4exp, not qwen3moe" },
 		{ "--arch qwen3next --n-shared-exp 1 --out @OUT",
 		  "--n-shared-exp applies to glm4moe, not qwen3next" },
 		{ "--arch qwen3next --exp-scale 2 --out @OUT",
@@ -793,6 +987,27 @@ START_TEST(test_cli_errors)
 		{ "--preset bench-qwen3next --arch qwen3moe --out @OUT",
 		  "--preset bench-qwen3next is a qwen3next model, not --arch qwen3moe" },
 		{ "--arch qwen3moe --out @OUT extra", "unexpected argument 'extra'" },
+		/* qwen4exp and shards */
+		{ "--arch qwen4exp --nextn 1 --out @OUT",
+		  "--nextn applies to glm4moe and qwen3next, not qwen4exp" },
+		{ "--arch qwen3next --hc 4 --out @OUT", "--hc applies to qwen4exp, not qwen3next" },
+		{ "--arch qwen4exp --hc 1 --out @OUT", "at least 2 hyper-connection streams" },
+		{ "--arch qwen4exp --attn-interval 2 --out @OUT",
+		  "layer 1, which must be a Gated DeltaNet layer" },
+		{ "--arch qwen4exp --n-embd 72 --head-dim 16 --out @OUT",
+		  "--n-embd 72 is not a multiple of the 16 PLE heads" },
+		{ "--arch qwen4exp --ple-type Q4_K --out @OUT",
+		  "--ple-type: 'Q4_K' is not a type the PLE reader decodes" },
+		{ "--arch qwen4exp --ple-type Q8_0 --out @OUT",
+		  "--ple-type Q8_0: PLE rows of 4 values are not whole blocks of 32" },
+		{ "--arch qwen3moe --ple-type Q8_0 --out @OUT", "--ple-type applies to qwen4exp" },
+		{ "--arch qwen3moe --split-ple --out @OUT",
+		  "--split-ple: a qwen3moe model has no PLE table" },
+		{ "--arch qwen3moe --split-max-tensors 0 --out @OUT", "--split-max-tensors: '0'" },
+		{ "--arch qwen3moe --split-max-size 1.5G --out @OUT", "--split-max-size: '1.5'" },
+		{ "--arch qwen3moe --split-max-size M --out @OUT", "--split-max-size: 'M' is not a size" },
+		{ "--preset syn-qwen4exp --arch qwen3next --out @OUT",
+		  "--preset syn-qwen4exp is a qwen4exp model, not --arch qwen3next" },
 	};
 	char out[4096];
 
@@ -851,6 +1066,8 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_deterministic);
 	tcase_add_test(tc, test_q4_k_m_mix);
 	tcase_add_test(tc, test_q4_k_m_qwen3next);
+	tcase_add_test(tc, test_qwen4exp_presets);
+	tcase_add_loop_test(tc, test_split_same_logits, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("peer");
 	tcase_set_tags(tc, "peer");

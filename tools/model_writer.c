@@ -1,7 +1,10 @@
 /*
  * model_writer.c - strata-writer: synthetic GGUF models with seeded random
  * weights, in the tensor names, shapes and metadata keys llama.cpp uses for
- * llama, qwen3moe, glm4moe and qwen3next, quantised to any type strata_quantize() has.
+ * llama, qwen3moe, glm4moe, qwen3next and qwen4exp, quantised to any type
+ * strata_quantize() has; in one file or in shards as llama.cpp's gguf-split
+ * writes them (the first shard has the metadata, every shard the split.*
+ * keys; files PREFIX-%05d-of-%05d.gguf).
  *
  * The file is streamed: every tensor is generated, quantised and written a
  * batch of rows at a time (in parallel over a thread pool), so a 1.7 GB
@@ -33,15 +36,13 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#ifndef STRATA_DEFAULT_VOCAB
-#define STRATA_DEFAULT_VOCAB ""
-#endif
 
 /* ---- command line ---- */
 
 enum {
 	O_ARCH = 256, O_OUT, O_TYPE, O_SEED, O_VOCAB, O_PRESET, O_THREADS, O_NAME, O_HELP, O_DRY,
-	O_ROPE_BASE, O_EPS, O_EXP_SCALE, O_INT0 /* integer options from here, in W_* order */
+	O_ROPE_BASE, O_EPS, O_EXP_SCALE, O_SPLIT_PLE, O_SPLIT_TENSORS, O_SPLIT_SIZE, O_PLE_TYPE,
+	O_INT0 /* integer options from here, in W_* order */
 };
 
 static const struct option g_long[] = {
@@ -58,6 +59,10 @@ static const struct option g_long[] = {
 	{ "rope-base", required_argument, NULL, O_ROPE_BASE },
 	{ "rms-eps", required_argument, NULL, O_EPS },
 	{ "exp-scale", required_argument, NULL, O_EXP_SCALE },
+	{ "split-ple", no_argument, NULL, O_SPLIT_PLE },
+	{ "split-max-tensors", required_argument, NULL, O_SPLIT_TENSORS },
+	{ "split-max-size", required_argument, NULL, O_SPLIT_SIZE },
+	{ "ple-type", required_argument, NULL, O_PLE_TYPE },
 	{ "n-vocab", required_argument, NULL, O_INT0 + W_VOCAB },
 	{ "n-embd", required_argument, NULL, O_INT0 + W_EMBD },
 	{ "n-layer", required_argument, NULL, O_INT0 + W_LAYER },
@@ -80,14 +85,21 @@ static const struct option g_long[] = {
 	{ "ssm-dt-rank", required_argument, NULL, O_INT0 + W_SSM_DT_RANK },
 	{ "ssm-inner", required_argument, NULL, O_INT0 + W_SSM_INNER },
 	{ "attn-interval", required_argument, NULL, O_INT0 + W_ATTN_INTERVAL },
+	{ "hc", required_argument, NULL, O_INT0 + W_HC },
+	{ "hc-rank", required_argument, NULL, O_INT0 + W_HC_RANK },
+	{ "indexer-heads", required_argument, NULL, O_INT0 + W_IDX_HEADS },
+	{ "indexer-dim", required_argument, NULL, O_INT0 + W_IDX_DIM },
+	{ "indexer-top-k", required_argument, NULL, O_INT0 + W_IDX_TOP_K },
+	{ "compress-ratio", required_argument, NULL, O_INT0 + W_COMPRESS },
+	{ "ple-head-rows", required_argument, NULL, O_INT0 + W_PLE_ROWS },
 	{ NULL, 0, NULL, 0 },
 };
 
 static void usage(void)
 {
 	printf(
-"usage: strata-writer --arch llama|qwen3moe|glm4moe|qwen3next --out FILE [options]\n"
-"       strata-writer --preset bench-qwen3moe|bench-qwen3next --out FILE [options]\n"
+"usage: strata-writer --arch llama|qwen3moe|glm4moe|qwen3next|qwen4exp --out FILE [options]\n"
+"       strata-writer --preset NAME --out FILE [options]\n"
 "\n"
 "Writes a GGUF v3 model with seeded random weights (N(0, 1/fan_in) matrices,\n"
 "norms near 1) in llama.cpp's layout for the architecture.\n"
@@ -103,7 +115,16 @@ static void usage(void)
 "  --vocab FILE      copy the tokenizer.* keys of this GGUF (n_vocab = its size);\n"
 "                    default: a synthetic SentencePiece byte vocab of --n-vocab\n"
 "  --preset NAME     bench-qwen3moe: the benchmark shape of perf/PEERS.md;\n"
-"                    bench-qwen3next: qwen3next at the same size\n"
+"                    bench-qwen3next: qwen3next at the same size;\n"
+"                    syn-qwen4exp: the tiny qwen4exp of ../shared's syn-qwen4exp-f32;\n"
+"                    bench-qwen4exp: qwen4exp at bench-qwen3moe's size with a\n"
+"                    4.2 GiB PLE table (Q8_0), alone in a second shard\n"
+"  --split-ple       write shards: the PLE table alone in the last (qwen4exp)\n"
+"  --split-max-tensors N  write shards of at most N tensors (gguf-split's rule);\n"
+"  --split-max-size N[K|M|G]  ... of at most N bytes of tensor data (1000-based\n"
+"                    units, as gguf-split's; a larger tensor gets a shard alone)\n"
+"                    with shards, --out is the prefix: a trailing .gguf is dropped\n"
+"                    and the files are PREFIX-00001-of-0000N.gguf, ...\n"
 "  --name S          general.name (default synthetic-ARCH-sSEED)\n"
 "  --threads N       threads for generation and quantisation (default: all CPUs)\n"
 "  --dry-run         print the tensor table (names, types, shapes, bytes) and\n"
@@ -125,7 +146,14 @@ static void usage(void)
 "  --ssm-state N     k head size (default head-dim/2)\n"
 "  --ssm-groups N    k heads (default n-head/2)\n"
 "  --ssm-dt-rank N   v heads, a multiple of the k heads (default 2 x ssm-groups)\n"
-"  --ssm-inner N     v width = ssm-dt-rank x ssm-state (the default)\n");
+"  --ssm-inner N     v width = ssm-dt-rank x ssm-state (the default)\n"
+"qwen4exp (qwen3next's flags but --nextn, and; defaults: the syn file's):\n"
+"  --hc N --hc-rank N           hyper-connection streams (4) and rank (n-embd/8)\n"
+"  --indexer-heads N --indexer-dim N --indexer-top-k N --compress-ratio N\n"
+"                               the sparse attention indexer (8, head-dim/2, 8, 1)\n"
+"  --ple-head-rows N            PLE head sizes: 16 primes from N (31)\n"
+"  --ple-type T                 the PLE table's type (default: --type when the PLE\n"
+"                               reader decodes it, else Q8_0; F32 for short rows)\n");
 }
 
 /* A decimal integer in [lo, hi]; -EINVAL (logged) otherwise. */
@@ -142,6 +170,29 @@ static int parse_int(const char *flag, const char *s, uint64_t lo, uint64_t hi, 
 		return -EINVAL;
 	}
 	*out = v;
+	return 0;
+}
+
+/* A byte count N with an optional K, M or G (1000-based, as gguf-split's --split-max-size). */
+static int parse_size(const char *flag, const char *s, uint64_t *out)
+{
+	char num[32];
+	size_t n = strlen(s);
+	uint64_t unit = 1, v;
+
+	if (n && strchr("KMG", s[n - 1])) {
+		unit = s[n - 1] == 'K' ? 1000 : s[n - 1] == 'M' ? 1000000 : 1000000000;
+		n--;
+	}
+	if (n == 0 || n >= sizeof(num)) {
+		strata_error("--%s: '%s' is not a size (N, NK, NM or NG)", flag, s);
+		return -EINVAL;
+	}
+	memcpy(num, s, n);
+	num[n] = 0;
+	if (parse_int(flag, num, 1, UINT64_MAX / unit, &v))
+		return -EINVAL;
+	*out = v * unit;
 	return 0;
 }
 
@@ -175,6 +226,8 @@ static uint64_t int_max(int w)
 	case W_VOCAB: case W_EMBD: case W_FF: case W_FF_EXP: case W_CTX: case W_FF_SHEXP:
 	case W_SSM_INNER:
 		return 1u << 24;
+	case W_PLE_ROWS:
+		return 1u << 26; /* 16 heads of them: row ids stay below 2^31, as llama.cpp's */
 	default:
 		return 1u << 16;
 	}
@@ -184,6 +237,9 @@ struct args {
 	struct wcfg cfg;
 	const char *out, *vocab, *preset, *type_name;
 	int threads, dry_run;
+	int split_ple;           /* the PLE table alone in the last shard */
+	uint64_t split_tensors;  /* at most this many tensors a shard; 0 = no limit */
+	uint64_t split_bytes;    /* at most this many bytes of tensor data a shard; 0 = no limit */
 };
 
 /* Returns 0, 1 for --help, or -EINVAL after logging. */
@@ -218,6 +274,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_ROPE_BASE: rc = parse_pos_float("rope-base", optarg, &a->cfg.rope_base); break;
 		case O_EPS: rc = parse_pos_float("rms-eps", optarg, &a->cfg.rms_eps); break;
 		case O_EXP_SCALE: rc = parse_pos_float("exp-scale", optarg, &a->cfg.exp_scale); break;
+		case O_SPLIT_PLE: a->split_ple = 1; break;
+		case O_SPLIT_TENSORS:
+			rc = parse_int("split-max-tensors", optarg, 1, 1u << 20, &a->split_tensors);
+			break;
+		case O_SPLIT_SIZE:
+			rc = parse_size("split-max-size", optarg, &a->split_bytes);
+			break;
+		case O_PLE_TYPE: a->cfg.ple_type_name = optarg; break;
 		case '?':
 			strata_error("unknown option or missing value: %s (see --help)",
 				     argv[optind - 1]);
@@ -245,82 +309,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return 0;
 }
 
-/*
- * The benchmark presets; a flag given on the command line wins.
- *
- * bench-qwen3moe: perf/PEERS.md's shape (llama.cpp's figures are for it).
- *
- * bench-qwen3next: qwen3next at bench-qwen3moe's size, so the two compare
- * layer for layer: n_embd 1024, 16 main layers plus the nextn layer
- * (block_count 17); every 4th layer full attention with 16 heads and 4 KV
- * heads of 64, rotating 16 dims (a quarter: Qwen3-Next's
- * partial_rotary_factor, and the syn file's 8 of 32); 64 experts, top-8, of
- * width 512, plus a shared expert of 512.  The Gated DeltaNet is
- * Qwen3-Next-80B's (hidden 2048: 16 k heads and 32 v heads of 128) halved
- * at the same head size: k heads of 128 (ssm.state_size), 8 of them
- * (ssm.group_count, k width 1024 = n_embd as there), 16 v heads
- * (ssm.time_step_rank, two per k head as there), v width (ssm.inner_size)
- * 16 x 128 = 2048 = 2 x n_embd as there, conv kernel 4; so 4096 conv
- * channels and a 128 x 128 state per v head.  RoPE base 1e7 (Qwen3-Next's).
- */
-struct preset {
-	const char *name, *arch;
-	float rope_base, rms_eps;
-	struct { int w; int64_t v; } iv[24]; /* up to the first v == 0 */
-};
-
-static const struct preset g_presets[] = {
-	{ "bench-qwen3moe", "qwen3moe", 1000000.0f /* Qwen3's */, 1e-6f, {
-		{ W_EMBD, 1024 }, { W_LAYER, 16 }, { W_HEAD, 16 }, { W_HEAD_KV, 4 },
-		{ W_HEAD_DIM, 64 }, { W_FF, 3072 }, { W_EXPERT, 64 }, { W_EXPERT_USED, 8 },
-		{ W_FF_EXP, 512 }, { W_CTX, 4096 } } },
-	{ "bench-qwen3next", "qwen3next", 10000000.0f, 1e-6f, {
-		{ W_EMBD, 1024 }, { W_LAYER, 17 }, { W_NEXTN, 1 }, { W_HEAD, 16 },
-		{ W_HEAD_KV, 4 }, { W_HEAD_DIM, 64 }, { W_ROT, 16 }, { W_FF, 3072 },
-		{ W_EXPERT, 64 }, { W_EXPERT_USED, 8 }, { W_FF_EXP, 512 }, { W_FF_SHEXP, 512 },
-		{ W_CTX, 4096 }, { W_ATTN_INTERVAL, 4 }, { W_SSM_CONV, 4 },
-		{ W_SSM_STATE, 128 }, { W_SSM_GROUPS, 8 }, { W_SSM_DT_RANK, 16 },
-		{ W_SSM_INNER, 2048 } } },
-};
-
 static int apply_preset(struct args *a)
 {
-	const struct preset *p = NULL;
-
-	if (!a->preset)
-		return 0;
-	for (size_t i = 0; i < sizeof(g_presets) / sizeof(g_presets[0]); i++)
-		if (strcmp(a->preset, g_presets[i].name) == 0)
-			p = &g_presets[i];
-	if (!p) {
-		strata_error("--preset: unknown preset '%s' (known: bench-qwen3moe, "
-			     "bench-qwen3next)", a->preset);
-		return -EINVAL;
-	}
-	if (a->cfg.arch_name && strcmp(a->cfg.arch_name, p->arch) != 0) {
-		strata_error("--preset %s is a %s model, not --arch %s", p->name, p->arch,
-			     a->cfg.arch_name);
-		return -EINVAL;
-	}
-	a->cfg.arch_name = p->arch;
-	for (size_t i = 0; i < sizeof(p->iv) / sizeof(p->iv[0]) && p->iv[i].v > 0; i++)
-		if (a->cfg.iv[p->iv[i].w] < 0)
-			a->cfg.iv[p->iv[i].w] = p->iv[i].v;
-	if (a->cfg.rope_base == 0.0f)
-		a->cfg.rope_base = p->rope_base;
-	if (a->cfg.rms_eps == 0.0f)
-		a->cfg.rms_eps = p->rms_eps;
-	if (!a->vocab) {
-		/* The peers' figures are for the llama-spm vocab: use the same one. */
-		if (!*STRATA_DEFAULT_VOCAB || access(STRATA_DEFAULT_VOCAB, R_OK) != 0) {
-			strata_error("--preset %s uses the llama-spm vocab, which is not at '%s': "
-				     "pass --vocab ggml-vocab-llama-spm.gguf", p->name,
-				     STRATA_DEFAULT_VOCAB);
-			return -EINVAL;
-		}
-		a->vocab = STRATA_DEFAULT_VOCAB;
-	}
-	return 0;
+	return a->preset ? strata_writer_preset(a->preset, &a->cfg, &a->vocab, &a->split_ple) : 0;
 }
 
 /* ---- random weights ---- */
@@ -467,12 +458,15 @@ static void progress_show(struct progress *p, const struct strata_gguf_writer *w
 
 /* ---- writing ---- */
 
-static const char *g_tmp_path; /* removed by the signal handler */
+/* The temporary files, removed by the signal handler. */
+static const char *volatile *g_tmp_paths;
+static volatile uint32_t g_n_tmp;
 
 static void on_signal(int sig)
 {
-	if (g_tmp_path)
-		unlink(g_tmp_path);
+	for (uint32_t k = 0; k < g_n_tmp; k++)
+		if (g_tmp_paths[k])
+			unlink(g_tmp_paths[k]);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -556,8 +550,9 @@ static void batch_free(struct batch *b, int nth)
 	free(b->dst);
 }
 
-static int write_data(struct strata_gguf_writer *w, const struct wplan *p, uint64_t seed,
-		      int threads)
+/* Every tensor of the plan, in plan order, into ws[shard[i]] (ws[0] when shard is NULL). */
+static int write_data(struct strata_gguf_writer **ws, const uint32_t *shard,
+		      const struct wplan *p, uint64_t seed, int threads)
 {
 	struct strata_pool *pool = NULL;
 	struct progress pg = { .tty = isatty(2), .t0 = now_s() };
@@ -574,7 +569,7 @@ static int write_data(struct strata_gguf_writer *w, const struct wplan *p, uint6
 	if (rc)
 		strata_error("out of memory for the generation buffers");
 	for (size_t i = 0; !rc && i < p->n; i++)
-		rc = write_tensor(w, pool, &p->t[i], seed, &b, &pg);
+		rc = write_tensor(ws[shard ? shard[i] : 0], pool, &p->t[i], seed, &b, &pg);
 	if (pg.tty)
 		fprintf(stderr, "\r\033[K");
 	batch_free(&b, nth);
@@ -630,12 +625,41 @@ static void print_plan(const struct wcfg *c, const struct wplan *p)
 	       bytes / 1048576.0);
 }
 
+/*
+ * Open the n output files (the shards' temporary files) and declare their
+ * headers; ws[] and paths[] are the caller's to release.  Exit status 2 on
+ * a path that cannot be written, 1 on a failure while declaring.
+ */
+static int open_outputs(struct args *a, const struct strata_gguf *vocab, const struct wplan *p,
+			const uint32_t *shard, uint32_t n, struct strata_gguf_writer **ws,
+			char **paths)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		paths[k] = shard ? strata_writer_shard_path(a->out, k, n) : strdup(a->out);
+		if (!paths[k]) {
+			strata_error("out of memory");
+			return 1;
+		}
+		if (strata_gguf_writer_open(paths[k], &ws[k]))
+			return 2;
+		g_tmp_paths[k] = strata_gguf_writer_tmp_path(ws[k]);
+		g_n_tmp = k + 1;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		if (strata_writer_shard_header(ws[k], &a->cfg, vocab, p, shard, k, n))
+			return 1;
+	return 0;
+}
+
 static int run(struct args *a)
 {
 	struct strata_gguf *vocab = NULL;
-	struct strata_gguf_writer *w = NULL;
+	struct strata_gguf_writer **ws = NULL;
 	struct wplan plan = { 0 };
+	uint32_t *shard = NULL, n = 1;
+	char **paths = NULL;
 	double t0 = now_s();
+	uint64_t bytes = 0;
 	int rc;
 
 	if (apply_preset(a) ||
@@ -644,6 +668,17 @@ static int run(struct args *a)
 	    strata_writer_plan(&a->cfg, &plan)) {
 		rc = 2;
 		goto out;
+	}
+	if (a->split_ple || a->split_tensors || a->split_bytes) {
+		if (!(shard = calloc(plan.n, sizeof(*shard)))) {
+			rc = 1;
+			goto out;
+		}
+		if (strata_writer_shards(&a->cfg, &plan, a->split_ple, a->split_tensors,
+					 a->split_bytes, shard, &n)) {
+			rc = 2;
+			goto out;
+		}
 	}
 	if (plan.n_fallback) {
 		const struct wtensor *t = &plan.t[plan.first_fallback];
@@ -655,6 +690,9 @@ static int run(struct args *a)
 	}
 	if (a->dry_run) {
 		print_plan(&a->cfg, &plan);
+		if (shard)
+			printf("shards: %u%s\n", n,
+			       a->split_ple ? " (the PLE table alone in the last)" : "");
 		rc = 0;
 		goto out;
 	}
@@ -662,38 +700,47 @@ static int run(struct args *a)
 		rc = 1;
 		goto out;
 	}
-	if (strata_gguf_writer_open(a->out, &w)) {
-		rc = 2;
+	ws = calloc(n, sizeof(*ws));
+	paths = calloc(n, sizeof(*paths));
+	g_tmp_paths = calloc(n, sizeof(*g_tmp_paths));
+	if (!ws || !paths || !g_tmp_paths) {
+		strata_error("out of memory");
+		rc = 1;
 		goto out;
 	}
-	g_tmp_path = strata_gguf_writer_tmp_path(w);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	rc = strata_writer_meta(w, &a->cfg, vocab);
-	for (size_t i = 0; !rc && i < plan.n; i++) {
-		const struct wtensor *t = &plan.t[i];
-
-		rc = (int)strata_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne);
-		rc = rc < 0 ? rc : 0;
-	}
-	if (!rc)
-		rc = write_data(w, &plan, a->cfg.seed, a->threads);
-	if (!rc)
-		rc = strata_gguf_writer_commit(w);
+	if ((rc = open_outputs(a, vocab, &plan, shard, n, ws, paths)))
+		goto out;
+	rc = write_data(ws, shard, &plan, a->cfg.seed, a->threads);
+	/* every shard written before any is renamed into place */
+	for (uint32_t k = 0; !rc && k < n; k++)
+		rc = strata_gguf_writer_commit(ws[k]);
+	for (uint32_t k = 0; !rc && k < n; k++)
+		bytes += strata_gguf_writer_data_total(ws[k]);
 	if (!rc) {
 		double dt = now_s() - t0;
-		uint64_t bytes = strata_gguf_writer_data_total(w);
 
-		printf("strata-writer: wrote %s: %s %s, %zu tensors, %" PRIu64 " parameters, "
-		       "%.1f MiB of weights in %.1f s (%.0f MB/s)\n", a->out, a->cfg.arch_name,
-		       a->cfg.type_label, plan.n, plan.n_params, bytes / 1048576.0, dt,
-		       bytes / 1e6 / (dt > 1e-3 ? dt : 1e-3));
+		printf("strata-writer: wrote %s%s: %s %s, %zu tensors, %" PRIu64 " parameters, "
+		       "%.1f MiB of weights in %.1f s (%.0f MB/s)\n", paths[0],
+		       n > 1 ? " and its shards" : "", a->cfg.arch_name, a->cfg.type_label, plan.n,
+		       plan.n_params, bytes / 1048576.0, dt, bytes / 1e6 / (dt > 1e-3 ? dt : 1e-3));
+		for (uint32_t k = 1; k < n; k++)
+			printf("strata-writer: shard %u of %u: %s\n", k + 1, n, paths[k]);
 	}
 	rc = rc ? 1 : 0;
-	g_tmp_path = NULL;
 out:
-	strata_gguf_writer_close(w);
+	g_n_tmp = 0;
+	for (uint32_t k = 0; ws && k < n; k++)
+		strata_gguf_writer_close(ws[k]);
+	for (uint32_t k = 0; paths && k < n; k++)
+		free(paths[k]);
+	free(ws);
+	free(paths);
+	free((void *)g_tmp_paths);
+	g_tmp_paths = NULL;
+	free(shard);
 	strata_gguf_close(vocab);
 	strata_writer_plan_free(&plan);
 	return rc;

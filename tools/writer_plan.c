@@ -1,9 +1,10 @@
 /*
- * writer_plan.c - strata-writer's configuration, tensor plan and metadata
- * (see writer_plan.h).  Names, shapes and keys are llama.cpp's for each
- * architecture (for qwen3next, in the layout of ../shared's
- * syn-qwen3next-f32.gguf, which llama.cpp loads); the Q4_K_M mix follows
- * llama.cpp's llama_tensor_get_type().
+ * writer_plan.c - strata-writer's configuration and tensor plan (see
+ * writer_plan.h; the metadata is writer_meta.c's).  Names and shapes are
+ * llama.cpp's for each architecture (for qwen3next and qwen4exp, in the
+ * layout of ../shared's syn-qwen3next-f32.gguf and syn-qwen4exp-f32.gguf,
+ * which llama.cpp loads); the Q4_K_M mix follows llama.cpp's
+ * llama_tensor_get_type().
  */
 #include "writer_plan.h"
 
@@ -16,6 +17,7 @@
 #include <strings.h>
 
 #include "cpu/types.h"
+#include "ple/ple.h"
 #include "util/log.h"
 
 /* ---- configuration ---- */
@@ -28,17 +30,22 @@ static const char *const g_int_flag[W_N_INT] = {
 	[W_SHARED] = "n-shared-exp", [W_DENSE] = "n-dense-lead", [W_NEXTN] = "nextn",
 	[W_FF_SHEXP] = "n-ff-shexp", [W_SSM_CONV] = "ssm-conv", [W_SSM_STATE] = "ssm-state",
 	[W_SSM_GROUPS] = "ssm-groups", [W_SSM_DT_RANK] = "ssm-dt-rank",
-	[W_SSM_INNER] = "ssm-inner", [W_ATTN_INTERVAL] = "attn-interval",
+	[W_SSM_INNER] = "ssm-inner", [W_ATTN_INTERVAL] = "attn-interval", [W_HC] = "hc",
+	[W_HC_RANK] = "hc-rank", [W_IDX_HEADS] = "indexer-heads", [W_IDX_DIM] = "indexer-dim",
+	[W_IDX_TOP_K] = "indexer-top-k", [W_COMPRESS] = "compress-ratio",
+	[W_PLE_ROWS] = "ple-head-rows",
 };
 
 static const char *const g_arch_name[] = {
 	[WA_LLAMA] = "llama", [WA_QWEN3MOE] = "qwen3moe", [WA_GLM4MOE] = "glm4moe",
-	[WA_QWEN3NEXT] = "qwen3next",
+	[WA_QWEN3NEXT] = "qwen3next", [WA_QWEN4EXP] = "qwen4exp",
 };
 
 #define N_ARCH ((int)(sizeof(g_arch_name) / sizeof(g_arch_name[0])))
 #define ARCH(a) (1u << (a))
-#define ALL_MOE (ARCH(WA_QWEN3MOE) | ARCH(WA_GLM4MOE) | ARCH(WA_QWEN3NEXT))
+#define ALL_MOE (ARCH(WA_QWEN3MOE) | ARCH(WA_GLM4MOE) | ARCH(WA_QWEN3NEXT) | ARCH(WA_QWEN4EXP))
+/* The hybrids: Gated DeltaNet layers, gated attention, a sigmoid-gated shared expert. */
+#define HYBRID (ARCH(WA_QWEN3NEXT) | ARCH(WA_QWEN4EXP))
 
 /* llama.cpp's llama_ftype for a file of mostly `type`. */
 static const struct {
@@ -106,7 +113,10 @@ static unsigned flag_archs(int w)
 		return ARCH(WA_GLM4MOE) | ARCH(WA_QWEN3NEXT);
 	case W_FF_SHEXP: case W_SSM_CONV: case W_SSM_STATE: case W_SSM_GROUPS:
 	case W_SSM_DT_RANK: case W_SSM_INNER: case W_ATTN_INTERVAL:
-		return ARCH(WA_QWEN3NEXT);
+		return HYBRID;
+	case W_HC: case W_HC_RANK: case W_IDX_HEADS: case W_IDX_DIM: case W_IDX_TOP_K:
+	case W_COMPRESS: case W_PLE_ROWS:
+		return ARCH(WA_QWEN4EXP);
 	default:
 		return ~0u;
 	}
@@ -172,9 +182,36 @@ static int check_deltanet(const struct wcfg *c)
 	return 0;
 }
 
+/*
+ * qwen4exp as llama.cpp of 2026-09-28 loads it: more than one
+ * hyper-connection stream; the PLE on layer 1, which must be a DeltaNet
+ * layer (its conv history is a recurrent-state row); the 16 decoded PLE
+ * rows side by side are one n_embd-wide vector, so rows of n_embd/16; no
+ * nextn block (that llama.cpp fails a file holding one on its tensor count).
+ */
+static int check_qwen4exp(const struct wcfg *c)
+{
+	const int64_t *v = c->iv;
+
+	if (v[W_HC] < 2)
+		return bad("--hc %" PRId64 ": qwen4exp needs at least 2 hyper-connection streams",
+			   v[W_HC]);
+	if (v[W_LAYER] < 2 || (1 + 1) % v[W_ATTN_INTERVAL] == 0)
+		return bad("the PLE sits on layer 1, which must be a Gated DeltaNet layer: use "
+			   "--n-layer 2 or more and an --attn-interval other than 1 and 2");
+	if (v[W_EMBD] % W_PLE_HEADS)
+		return bad("--n-embd %" PRId64 " is not a multiple of the %d PLE heads (each "
+			   "decodes n_embd/16 values)", v[W_EMBD], W_PLE_HEADS);
+	if (v[W_NEXTN])
+		return bad("--nextn %" PRId64 ": strata-writer writes qwen4exp without its MTP "
+			   "block (llama.cpp refuses a file that has it)", v[W_NEXTN]);
+	return 0;
+}
+
 static int check_shape(const struct wcfg *c)
 {
 	const int64_t *v = c->iv;
+	int rc;
 
 	if (v[W_HEAD_KV] > v[W_HEAD] || v[W_HEAD] % v[W_HEAD_KV])
 		return bad("--n-head %" PRId64 " is not a multiple of --n-head-kv %" PRId64,
@@ -196,7 +233,9 @@ static int check_shape(const struct wcfg *c)
 	if (c->arch == WA_GLM4MOE && v[W_DENSE] > v[W_LAYER])
 		return bad("--n-dense-lead %" PRId64 " exceeds --n-layer %" PRId64, v[W_DENSE],
 			   v[W_LAYER]);
-	return c->arch == WA_QWEN3NEXT ? check_deltanet(c) : 0;
+	if (c->arch == WA_QWEN4EXP && (rc = check_qwen4exp(c)))
+		return rc;
+	return ARCH(c->arch) & HYBRID ? check_deltanet(c) : 0;
 }
 
 /*
@@ -220,16 +259,63 @@ static void def_qwen3next(struct wcfg *c)
 	def(c, W_ATTN_INTERVAL, 4);
 }
 
+static int is_prime(uint64_t n)
+{
+	if (n < 2)
+		return 0;
+	for (uint64_t d = 2; d * d <= n; d++)
+		if (n % d == 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * qwen4exp's defaults: qwen3next's without the nextn layer, 4 layers
+ * (DeltaNet 0-2, attention on 3), 4 hyper-connection streams of rank
+ * n_embd/8, an indexer of 8 heads of half a head with top_k 8 over blocks of
+ * one token, and PLE heads of 16 consecutive primes from 31: the shape of
+ * ../shared's syn-qwen4exp-f32.gguf.  Then the PLE head ranges.
+ */
+static void def_qwen4exp(struct wcfg *c)
+{
+	static const uint64_t syn_mult[3] = { 4295158889763781ull, 17440218147737327ull,
+					      1270917961434445ull };
+	int64_t *v = c->iv;
+	uint64_t p, at = 0;
+
+	def(c, W_NEXTN, 0);
+	def_qwen3next(c);
+	def(c, W_HC, 4);
+	def(c, W_HC_RANK, v[W_EMBD] / 8 ? v[W_EMBD] / 8 : 1);
+	def(c, W_IDX_HEADS, 8);
+	def(c, W_IDX_DIM, v[W_HEAD_DIM] / 2 ? v[W_HEAD_DIM] / 2 : 1);
+	def(c, W_IDX_TOP_K, 8);
+	def(c, W_COMPRESS, 1);
+	def(c, W_PLE_ROWS, 31);
+	if (!c->ple_mult[0] && !c->ple_mult[1] && !c->ple_mult[2])
+		memcpy(c->ple_mult, syn_mult, sizeof(syn_mult));
+	p = (uint64_t)v[W_PLE_ROWS];
+	for (int h = 0; h < W_PLE_HEADS; h++, p++) {
+		while (!is_prime(p))
+			p++;
+		c->ple_size[h] = p;
+		c->ple_off[h] = at;
+		at += p;
+	}
+	c->ple_rows = (at + 127) / 128 * 128;
+}
+
 static int find_arch(struct wcfg *c)
 {
 	if (!c->arch_name)
-		return bad("--arch llama|qwen3moe|glm4moe|qwen3next (or --preset) is required");
+		return bad("--arch llama|qwen3moe|glm4moe|qwen3next|qwen4exp (or --preset) is "
+			   "required");
 	for (int a = 1; a < N_ARCH; a++)
 		if (strcmp(c->arch_name, g_arch_name[a]) == 0)
 			c->arch = (enum warch)a;
 	if (!c->arch)
 		return bad("--arch: unknown architecture '%s' (llama, qwen3moe, glm4moe, "
-			   "qwen3next)", c->arch_name);
+			   "qwen3next, qwen4exp)", c->arch_name);
 	return 0;
 }
 
@@ -240,10 +326,21 @@ int strata_writer_resolve(struct wcfg *c, const char *type_name)
 
 	if ((rc = find_arch(c)) || (rc = check_arch_flags(c)) || (rc = parse_type(c, type_name)))
 		return rc;
-	q3n = c->arch == WA_QWEN3NEXT;
+	if (c->ple_type_name) {
+		int t = strata_type_from_name(c->ple_type_name);
+
+		if (c->arch != WA_QWEN4EXP)
+			return bad("--ple-type applies to qwen4exp, not %s", c->arch_name);
+		if (t < 0 || !strata_ple_type_ok((uint32_t)t))
+			return bad("--ple-type: '%s' is not a type the PLE reader decodes (IQ4_NL, "
+				   "Q4_0, Q5_0, Q5_1, Q8_0, BF16, F16, F32)", c->ple_type_name);
+		c->ple_type = (uint32_t)t;
+		c->ple_type_set = 1;
+	}
+	q3n = !!(ARCH(c->arch) & HYBRID);
 	def(c, W_VOCAB, 512);
 	def(c, W_EMBD, 64);
-	def(c, W_LAYER, c->arch == WA_GLM4MOE ? 4 : q3n ? 5 : 3);
+	def(c, W_LAYER, c->arch == WA_GLM4MOE || c->arch == WA_QWEN4EXP ? 4 : q3n ? 5 : 3);
 	def(c, W_HEAD, 4);
 	def(c, W_HEAD_KV, v[W_HEAD] % 2 ? v[W_HEAD] : v[W_HEAD] / 2);
 	if (v[W_HEAD_DIM] < 0 && v[W_EMBD] % v[W_HEAD])
@@ -265,7 +362,9 @@ int strata_writer_resolve(struct wcfg *c, const char *type_name)
 		def(c, W_DENSE, 1);
 		def(c, W_NEXTN, 1);
 	}
-	if (q3n)
+	if (c->arch == WA_QWEN4EXP)
+		def_qwen4exp(c);
+	else if (q3n)
 		def_qwen3next(c);
 	for (int w = 0; w < W_N_INT; w++)
 		def(c, w, 0);
@@ -362,6 +461,20 @@ static int choose_type(const struct wcfg *c, struct wplan *p, struct wtensor *t)
 {
 	uint32_t ty;
 
+	if (t->kind == K_PLE) {
+		/*
+		 * The PLE table: the weights' type when the PLE reader decodes it,
+		 * else Q8_0, or F32 for rows that are not whole blocks.
+		 */
+		ty = c->ple_type_set ? c->ple_type
+		     : strata_ple_type_ok(c->type) ? c->type : STRATA_TYPE_Q8_0;
+		if (c->ple_type_set && t->ne[0] % strata_type_block(ty))
+			return bad("--ple-type %s: PLE rows of %" PRId64 " values are not whole "
+				   "blocks of %u", strata_type_name(ty), t->ne[0],
+				   strata_type_block(ty));
+		t->type = t->ne[0] % strata_type_block(ty) ? STRATA_TYPE_F32 : ty;
+		return 0;
+	}
 	/* Like llama.cpp's quantiser: vectors and the router stay F32. */
 	if (t->n_dims == 1 || t->kind != K_WEIGHT) {
 		t->type = STRATA_TYPE_F32;
@@ -422,7 +535,8 @@ static int add(const struct wcfg *c, struct wplan *p, enum wkind kind, int layer
 	t->ne[3] = 1;
 	/* Expert stacks stay 3-D and matrices 2-D even when a dimension is 1. */
 	t->n_dims = ne2 > 1 || strstr(name, "_exps.") ? 3
-		  : ne1 > 1 || kind == K_WEIGHT || kind == K_ROUTER ? 2 : 1;
+		  : ne1 > 1 || kind == K_WEIGHT || kind == K_ROUTER || kind == K_HC ||
+		    kind == K_PLE ? 2 : 1;
 	p->n_params += (uint64_t)(ne0 * ne1 * ne2);
 	return choose_type(c, p, t);
 }
@@ -430,8 +544,7 @@ static int add(const struct wcfg *c, struct wplan *p, enum wkind kind, int layer
 #define W(i, ne0, ne1, s) add(c, p, K_WEIGHT, i, ne0, ne1, 1, "blk.%d." s, i)
 #define V(k, i, ne0, s) add(c, p, k, i, ne0, 1, 1, "blk.%d." s, i)
 
-/* qwen3next: the last layers (nextn) and every interval-th one are full attention. */
-static int full_attn(const struct wcfg *c, int i)
+int strata_writer_full_attn(const struct wcfg *c, int i)
 {
 	return i >= c->iv[W_LAYER] - c->iv[W_NEXTN] || (i + 1) % c->iv[W_ATTN_INTERVAL] == 0;
 }
@@ -478,7 +591,7 @@ static int plan_attention(const struct wcfg *c, struct wplan *p, int i)
 
 	if (c->arch == WA_QWEN3NEXT)
 		return (rc = V(K_NORM, i, e, "attn_norm.weight")) ||
-		       (rc = full_attn(c, i) ? plan_gated_attn(c, p, i) : plan_deltanet(c, p, i)) ||
+		       (rc = strata_writer_full_attn(c, i) ? plan_gated_attn(c, p, i) : plan_deltanet(c, p, i)) ||
 		       (rc = V(K_NORM, i, e, "post_attention_norm.weight")) ? rc : 0;
 	if ((rc = V(K_NORM, i, e, "attn_norm.weight")) || (rc = W(i, e, q, "attn_q.weight")) ||
 	    (rc = W(i, e, kv, "attn_k.weight")) || (rc = W(i, e, kv, "attn_v.weight")) ||
@@ -500,7 +613,7 @@ static int plan_ffn(const struct wcfg *c, struct wplan *p, int i)
 {
 	const int64_t *v = c->iv;
 	int64_t e = v[W_EMBD], f = v[W_FF], fe = v[W_FF_EXP], x = v[W_EXPERT];
-	int64_t fs = c->arch == WA_QWEN3NEXT ? v[W_FF_SHEXP] : v[W_FF_EXP] * v[W_SHARED];
+	int64_t fs = ARCH(c->arch) & HYBRID ? v[W_FF_SHEXP] : v[W_FF_EXP] * v[W_SHARED];
 	int rc;
 
 	if (c->arch == WA_LLAMA || (c->arch == WA_GLM4MOE && i < v[W_DENSE]))
@@ -522,6 +635,84 @@ static int plan_ffn(const struct wcfg *c, struct wplan *p, int i)
 	       (rc = W(i, fs, e, "ffn_down_shexp.weight")) ? rc : 0;
 }
 
+/* qwen4exp's two hyper-connection mixers of layer i ("attn", "ffn"), or the output's (i < 0). */
+static int plan_hc(const struct wcfg *c, struct wplan *p, int i, const char *part)
+{
+	const int64_t hd = c->iv[W_HC] * c->iv[W_EMBD], lr = c->iv[W_HC_RANK];
+	char pre[32];
+	int rc;
+
+	if (i < 0)
+		snprintf(pre, sizeof(pre), "output_hc");
+	else
+		snprintf(pre, sizeof(pre), "blk.%d.hc_%s", i, part);
+	return (rc = add(c, p, K_NORM, i, hd, 1, 1, "%s_norm.weight", pre)) ||
+	       (rc = add(c, p, K_HC, i, hd, lr, 1, "%s_down.weight", pre)) ||
+	       (rc = add(c, p, K_HC, i, lr, hd, 1, "%s_up.weight", pre)) ||
+	       (rc = i < 0 ? 0 : add(c, p, K_HC, i, hd, c->iv[W_HC], 1, "%s_inject.weight", pre))
+	       ? rc : 0;
+}
+
+/*
+ * A qwen4exp layer (llama.cpp's load_arch_tensors, in the order of
+ * ../shared's syn-qwen4exp-f32.gguf): two hyper-connection mixers instead of
+ * the norms; gated attention with the sparse-attention indexer, or a Gated
+ * DeltaNet with separate beta and alpha projections; layer 1's PLE fusion;
+ * qwen3next's MoE with its gated shared expert.
+ */
+static int plan_qwen4exp_layer(const struct wcfg *c, struct wplan *p, int i)
+{
+	const int64_t *v = c->iv;
+	int64_t e = v[W_EMBD], hd = v[W_HC] * e, r = v[W_SSM_DT_RANK], id = v[W_IDX_DIM];
+	int rc;
+
+	if ((rc = plan_hc(c, p, i, "attn")) || (rc = plan_hc(c, p, i, "ffn")))
+		return rc;
+	if (strata_writer_full_attn(c, i)) {
+		if ((rc = plan_gated_attn(c, p, i)) ||
+		    (rc = W(i, e, v[W_IDX_HEADS] * id, "indexer.q_proj.weight")) ||
+		    (rc = W(i, e, id, "indexer.k_proj.weight")) ||
+		    (rc = V(K_NORM, i, id, "indexer.q_norm.weight")) ||
+		    (rc = V(K_NORM, i, id, "indexer.k_norm.weight")))
+			return rc;
+	} else {
+		int64_t vd = v[W_SSM_INNER], conv = 2 * v[W_SSM_STATE] * v[W_SSM_GROUPS] + vd;
+
+		if ((rc = W(i, e, conv, "attn_qkv.weight")) || (rc = W(i, e, vd, "attn_gate.weight")) ||
+		    (rc = add(c, p, K_CONV, i, v[W_SSM_CONV], conv, 1, "blk.%d.ssm_conv1d.weight", i)) ||
+		    (rc = V(K_BIAS, i, r, "ssm_dt.bias")) || (rc = V(K_SSM_A, i, r, "ssm_a")) ||
+		    (rc = W(i, e, r, "ssm_beta.weight")) || (rc = W(i, e, r, "ssm_alpha.weight")) ||
+		    (rc = V(K_NORM, i, vd / r, "ssm_norm.weight")) ||
+		    (rc = W(i, vd, e, "ssm_out.weight")))
+			return rc;
+	}
+	if (i == 1 &&
+	    ((rc = W(i, e, hd, "ple_key.weight")) || (rc = W(i, e, e, "ple_value.weight")) ||
+	     (rc = V(K_NORM, i, hd, "ple_norm_key.weight")) ||
+	     (rc = V(K_NORM, i, hd, "ple_norm_query.weight")) ||
+	     (rc = V(K_NORM, i, hd, "ple_norm_conv.weight")) ||
+	     (rc = add(c, p, K_CONV, i, 4, hd, 1, "blk.%d.ple_conv1d.weight", i))))
+		return rc;
+	return plan_ffn(c, p, i);
+}
+
+static int plan_qwen4exp(const struct wcfg *c, struct wplan *p)
+{
+	int64_t e = c->iv[W_EMBD], n_vocab = c->iv[W_VOCAB];
+	int rc;
+
+	/* no output_norm: the output's hyper-connection mixer carries it */
+	if ((rc = add(c, p, K_WEIGHT, -1, e, n_vocab, 1, "token_embd.weight")) ||
+	    (rc = plan_hc(c, p, -1, NULL)) ||
+	    (rc = add(c, p, K_WEIGHT, -1, e, n_vocab, 1, "output.weight")) ||
+	    (rc = add(c, p, K_PLE, -1, e / W_PLE_HEADS, (int64_t)c->ple_rows, 1, W_PLE_TENSOR)))
+		return rc;
+	for (int i = 0; i < c->iv[W_LAYER]; i++)
+		if ((rc = plan_qwen4exp_layer(c, p, i)))
+			return rc;
+	return 0;
+}
+
 int strata_writer_plan(const struct wcfg *c, struct wplan *p)
 {
 	int64_t e = c->iv[W_EMBD], n_vocab = c->iv[W_VOCAB], n_layer = c->iv[W_LAYER];
@@ -530,6 +721,8 @@ int strata_writer_plan(const struct wcfg *c, struct wplan *p)
 	p->n = 0;
 	p->n_params = 0;
 	p->n_fallback = 0;
+	if (c->arch == WA_QWEN4EXP)
+		return plan_qwen4exp(c, p);
 	if ((rc = add(c, p, K_WEIGHT, -1, e, n_vocab, 1, "token_embd.weight")) ||
 	    (rc = add(c, p, K_NORM, -1, e, 1, 1, "output_norm.weight")) ||
 	    (rc = add(c, p, K_WEIGHT, -1, e, n_vocab, 1, "output.weight")))
@@ -555,174 +748,4 @@ void strata_writer_plan_free(struct wplan *p)
 {
 	free(p->t);
 	memset(p, 0, sizeof(*p));
-}
-
-/* ---- metadata ---- */
-
-/*
- * The k-th ordinary piece of the synthetic vocab: "▁", then letter strings
- * by length, each bare and with the word-start mark, so every piece's prefix
- * is a piece too and SentencePiece merges can reach them all.
- */
-static int synth_piece(uint64_t k, char *out)
-{
-	static const char alpha[] = "etaoinshrdlcumwfgypbvkjxqz";
-	uint64_t span = 26;
-	int len = 1, n = 0;
-
-	if (k == 0)
-		return sprintf(out, "\xe2\x96\x81");
-	for (k--; k >= 2 * span; k -= 2 * span, span *= 26)
-		len++;
-	if (k >= span) {
-		n = sprintf(out, "\xe2\x96\x81");
-		k -= span;
-	}
-	for (int i = len - 1; i >= 0; i--, k /= 26)
-		out[n + i] = alpha[k % 26];
-	out[n + len] = 0;
-	return n + len;
-}
-
-static int synth_vocab(struct strata_gguf_writer *w, uint32_t n)
-{
-	char (*text)[16] = malloc((size_t)n * sizeof(*text));
-	const char **tok = malloc((size_t)n * sizeof(*tok));
-	float *score = malloc((size_t)n * sizeof(*score));
-	int32_t *type = malloc((size_t)n * sizeof(*type));
-	int rc = -ENOMEM;
-
-	if (!text || !tok || !score || !type) {
-		strata_error("out of memory for a vocab of %u tokens", n);
-		goto out;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		tok[i] = text[i];
-		score[i] = 0.0f;
-		if (i < 3) {
-			strcpy(text[i], i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
-			type[i] = i == 0 ? 2 : 3; /* UNKNOWN, CONTROL */
-		} else if (i < 259) {
-			snprintf(text[i], sizeof(text[i]), "<0x%02X>", i - 3);
-			type[i] = 6; /* BYTE */
-		} else {
-			synth_piece(i - 259, text[i]);
-			score[i] = -(float)(i - 259);
-			type[i] = 1; /* NORMAL */
-		}
-	}
-	if ((rc = strata_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama")) ||
-	    (rc = strata_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", n, tok, NULL)) ||
-	    (rc = strata_gguf_writer_set_arr(w, "tokenizer.ggml.scores", STRATA_GGUF_F32, n,
-					     score)) ||
-	    (rc = strata_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", STRATA_GGUF_I32, n,
-					     type)) ||
-	    (rc = strata_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1)) ||
-	    (rc = strata_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2)))
-		goto out;
-	rc = strata_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-out:
-	free(text);
-	free(tok);
-	free(score);
-	free(type);
-	return rc;
-}
-
-static int copy_vocab(struct strata_gguf_writer *w, const struct strata_gguf *vocab)
-{
-	int rc = 0;
-
-	for (int64_t i = 0; !rc && i < strata_gguf_n_kv(vocab); i++) {
-		struct strata_str key = strata_gguf_key(vocab, i);
-
-		if (key.len > 10 && memcmp(key.s, "tokenizer.", 10) == 0)
-			rc = strata_gguf_writer_copy_kv(w, vocab, i);
-	}
-	return rc;
-}
-
-/* The architecture's key `s` in the caller's buffer key[cap]. */
-#define K(s) (snprintf(key, cap, "%s." s, c->arch_name), key)
-
-static int meta_qwen3next(struct strata_gguf_writer *w, const struct wcfg *c, char *key,
-			  size_t cap)
-{
-	static const struct { const char *suffix; int w; } u32s[] = {
-		{ "expert_shared_feed_forward_length", W_FF_SHEXP },
-		{ "ssm.conv_kernel", W_SSM_CONV }, { "ssm.state_size", W_SSM_STATE },
-		{ "ssm.group_count", W_SSM_GROUPS }, { "ssm.time_step_rank", W_SSM_DT_RANK },
-		{ "ssm.inner_size", W_SSM_INNER }, { "full_attention_interval", W_ATTN_INTERVAL },
-		{ "nextn_predict_layers", W_NEXTN },
-	};
-	int rc;
-
-	for (size_t i = 0; i < sizeof(u32s) / sizeof(u32s[0]); i++) {
-		snprintf(key, cap, "%s.%s", c->arch_name, u32s[i].suffix);
-		if ((rc = strata_gguf_writer_set_u32(w, key, (uint32_t)c->iv[u32s[i].w])))
-			return rc;
-	}
-	return 0;
-}
-
-static int meta_moe(struct strata_gguf_writer *w, const struct wcfg *c, char *key, size_t cap)
-{
-	const int64_t *v = c->iv;
-	int rc;
-
-	if ((rc = strata_gguf_writer_set_u32(w, K("expert_count"), (uint32_t)v[W_EXPERT])) ||
-	    (rc = strata_gguf_writer_set_u32(w, K("expert_used_count"),
-					     (uint32_t)v[W_EXPERT_USED])) ||
-	    (rc = strata_gguf_writer_set_u32(w, K("expert_feed_forward_length"),
-					     (uint32_t)v[W_FF_EXP])))
-		return rc;
-	if (c->arch == WA_QWEN3NEXT)
-		return meta_qwen3next(w, c, key, cap);
-	if (c->arch != WA_GLM4MOE)
-		return 0;
-	if ((rc = strata_gguf_writer_set_u32(w, K("expert_shared_count"),
-					     (uint32_t)v[W_SHARED])) ||
-	    (rc = strata_gguf_writer_set_u32(w, K("leading_dense_block_count"),
-					     (uint32_t)v[W_DENSE])) ||
-	    (rc = strata_gguf_writer_set_f32(w, K("expert_weights_scale"), c->exp_scale)) ||
-	    (rc = strata_gguf_writer_set_bool(w, K("expert_weights_norm"), 1)) ||
-	    (rc = strata_gguf_writer_set_u32(w, K("expert_gating_func"), 2 /* sigmoid */)))
-		return rc;
-	return strata_gguf_writer_set_u32(w, K("nextn_predict_layers"), (uint32_t)v[W_NEXTN]);
-}
-
-int strata_writer_meta(struct strata_gguf_writer *w, const struct wcfg *c,
-		       const struct strata_gguf *vocab)
-{
-	static const struct { const char *suffix; int w; } u32s[] = {
-		{ "context_length", W_CTX }, { "embedding_length", W_EMBD },
-		{ "block_count", W_LAYER }, { "feed_forward_length", W_FF },
-		{ "attention.head_count", W_HEAD }, { "attention.head_count_kv", W_HEAD_KV },
-		{ "attention.key_length", W_HEAD_DIM }, { "attention.value_length", W_HEAD_DIM },
-		{ "rope.dimension_count", W_ROT }, { "vocab_size", W_VOCAB },
-	};
-	char key[128];
-	const size_t cap = sizeof(key);
-	int rc;
-
-	if ((rc = strata_gguf_writer_set_str(w, "general.architecture", c->arch_name)) ||
-	    (rc = strata_gguf_writer_set_str(w, "general.name", c->name)) ||
-	    (rc = strata_gguf_writer_set_u32(w, "general.alignment", 32)))
-		return rc;
-	for (size_t i = 0; i < sizeof(u32s) / sizeof(u32s[0]); i++) {
-		snprintf(key, sizeof(key), "%s.%s", c->arch_name, u32s[i].suffix);
-		if ((rc = strata_gguf_writer_set_u32(w, key, (uint32_t)c->iv[u32s[i].w])))
-			return rc;
-	}
-	if ((rc = strata_gguf_writer_set_f32(w, K("rope.freq_base"), c->rope_base)) ||
-	    (rc = strata_gguf_writer_set_f32(w, K("attention.layer_norm_rms_epsilon"),
-					     c->rms_eps)))
-		return rc;
-#undef K
-	if (c->arch != WA_LLAMA && (rc = meta_moe(w, c, key, sizeof(key))))
-		return rc;
-	if ((rc = strata_gguf_writer_set_u32(w, "general.file_type", c->file_type)) ||
-	    (rc = strata_gguf_writer_set_u32(w, "general.quantization_version", 2)))
-		return rc;
-	return vocab ? copy_vocab(w, vocab) : synth_vocab(w, (uint32_t)c->iv[W_VOCAB]);
 }

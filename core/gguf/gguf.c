@@ -450,11 +450,13 @@ static int place_tensors(struct strata_gguf *g, uint64_t header_end)
 			return -EINVAL;
 		}
 		t->data = g->map + g->data_off + t->offset;
+		t->file = 0;
+		t->file_off = g->data_off + t->offset;
 	}
 	return 0;
 }
 
-static int parse(struct strata_gguf *g)
+int strata_gguf_parse_(struct strata_gguf *g)
 {
 	struct rd r = { .g = g };
 	uint64_t n_tensors, n_kv;
@@ -521,7 +523,39 @@ static int map_file(struct strata_gguf *g, const char *path)
 	return 0;
 }
 
-int strata_gguf_open(const char *path, struct strata_gguf **out)
+struct strata_gguf *strata_gguf_alloc_(const char *path)
+{
+	struct strata_gguf *g = calloc(1, sizeof(*g));
+
+	if (!g || !(g->path = strdup(path))) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+int strata_gguf_rehash_tensors_(struct strata_gguf *g, int64_t *dup_a, int64_t *dup_b)
+{
+	int rc;
+
+	free(g->tensor_hash.slot);
+	g->tensor_hash.slot = NULL;
+	if ((rc = hash_init(g, &g->tensor_hash, (uint64_t)g->n_tensors)))
+		return rc;
+	for (int64_t i = 0; i < g->n_tensors; i++) {
+		int64_t dup = hash_insert(&g->tensor_hash, g->tensors[i].name, (uint64_t)i,
+					  strata_gguf_tensor_name_, g);
+
+		if (dup >= 0) {
+			*dup_a = dup;
+			*dup_b = i;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int strata_gguf_open_one(const char *path, struct strata_gguf **out)
 {
 	struct strata_gguf *g;
 	int rc;
@@ -531,15 +565,14 @@ int strata_gguf_open(const char *path, struct strata_gguf **out)
 		strata_error("no GGUF path given");
 		return -EINVAL;
 	}
-	g = calloc(1, sizeof(*g));
-	if (!g || !(g->path = strdup(path))) {
-		free(g);
+	g = strata_gguf_alloc_(path);
+	if (!g) {
 		strata_error("%s: out of memory", path);
 		return -ENOMEM;
 	}
 	rc = map_file(g, path);
 	if (rc == 0)
-		rc = parse(g);
+		rc = strata_gguf_parse_(g);
 	if (rc) {
 		strata_gguf_close(g);
 		return rc;
@@ -559,8 +592,10 @@ void strata_gguf_close(struct strata_gguf *g)
 	free(g->tensors);
 	free(g->kv_hash.slot);
 	free(g->tensor_hash.slot);
-	if (g->map)
+	if (g->map && !g->map_borrowed)
 		munmap((void *)g->map, (size_t)g->size);
+	if (g->shards)
+		strata_gguf_shards_free_(g->shards);
 	free(g->path);
 	free(g);
 }

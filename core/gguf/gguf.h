@@ -47,23 +47,55 @@ struct strata_gguf_tensor {
 	uint32_t type;                        /* GGUF/ggml type id (enum strata_type) */
 	uint32_t n_dims;
 	int64_t ne[STRATA_GGUF_MAX_DIMS];     /* ne[0] = row length; unused dims are 1 */
-	uint64_t offset;                      /* from the start of the data section */
+	uint64_t offset;                      /* from the start of its file's data section */
 	uint64_t size;                        /* bytes */
 	const void *data;                     /* into the mapping */
+	uint32_t file;                        /* the shard that holds it: 0 in a one-file model */
+	uint64_t file_off;                    /* where its bytes start in that file */
 };
 
 struct strata_gguf;
 
 /*
- * Map and validate `path`.  On success returns 0 and *out owns the file
- * (release with strata_gguf_close).  On failure logs one error that names the
- * path (and the offset for format errors) and returns a negative errno:
- * -ENOENT missing, -EISDIR a directory, -EINVAL malformed/truncated/empty,
- * -ENOTSUP unsupported version or tensor type id.
+ * Map and validate the file `path`, alone (shard keys are metadata like any
+ * other).  On success returns 0 and *out owns the file (release with
+ * strata_gguf_close).  On failure logs one error that names the path (and
+ * the offset for format errors) and returns a negative errno: -ENOENT
+ * missing, -EISDIR a directory, -EINVAL malformed/truncated/empty, -ENOTSUP
+ * unsupported version or tensor type id.
+ */
+int strata_gguf_open_one(const char *path, struct strata_gguf **out);
+
+/*
+ * Open a model: strata_gguf_open_one(), and when the file is one shard of a
+ * model split the way llama.cpp's gguf-split writes them (metadata keys
+ * split.no (0-based), split.count and split.tensors.count; file names
+ * PREFIX-%05d-of-%05d.gguf numbered from 1), every shard: `path` may name any
+ * of them.  The handle's metadata is the first shard's; its tensors are
+ * those of all shards (each knows its file: tensor->file, ->file_off), and
+ * all shards are mapped back to back in one range (strata_gguf_data_span).
+ *
+ * Besides open_one's errors, each logged once naming the file and the
+ * reason, -EINVAL for: a shard whose name does not carry its number, a
+ * missing shard (-ENOENT), a shard that is not GGUF, one whose split.no or
+ * split.count disagrees with its name, a tensor in two shards, a total that
+ * is not split.tensors.count.
  */
 int strata_gguf_open(const char *path, struct strata_gguf **out);
 void strata_gguf_close(struct strata_gguf *g);
 
+/* Files of the model: 1, or its shard count. */
+uint32_t strata_gguf_n_files(const struct strata_gguf *g);
+/* Path of file i (i < n_files; NULL otherwise), owned by g. */
+const char *strata_gguf_file_path(const struct strata_gguf *g, uint32_t i);
+/*
+ * The tensor data of every file as one range: from the first file's data
+ * section to the end of the last file's mapping.  Every tensor's data lies
+ * in it, so a weight is addressed by its offset from *base.
+ */
+void strata_gguf_data_span(const struct strata_gguf *g, const void **base, uint64_t *size);
+
+/* The first file's path, size and data section: of a split model, shard 1's. */
 const char *strata_gguf_path(const struct strata_gguf *g);
 uint32_t strata_gguf_version(const struct strata_gguf *g);
 uint64_t strata_gguf_file_size(const struct strata_gguf *g);

@@ -29,10 +29,21 @@ struct gguf_hash {
 	uint64_t mask;
 };
 
+/* The other files of a model split in shards (gguf_split.c); shard 0 is the handle. */
+struct gguf_shards {
+	uint32_t n;          /* files, >= 2 */
+	char **path;         /* [n]; path[0] is the handle's own */
+	uint64_t *size;      /* [n] file sizes */
+	uint8_t *region;     /* every file mapped back to back, page-aligned */
+	uint64_t region_size;
+};
+
 struct strata_gguf {
 	char *path;
 	const uint8_t *map;
 	uint64_t size;
+	int map_borrowed;   /* map lies in a region the split handle owns */
+	struct gguf_shards *shards; /* NULL for a model in one file */
 	uint32_t version;
 	uint32_t alignment;
 	uint64_t data_off;  /* start of the tensor data section */
@@ -77,6 +88,22 @@ uint64_t strata_gguf_hash_bytes_(const char *s, uint64_t len);
 int64_t strata_gguf_hash_find_(const struct gguf_hash *h, const char *s, uint64_t len,
 			       struct strata_str (*name_of)(const struct strata_gguf *, uint64_t),
 			       const struct strata_gguf *g);
+
+/*
+ * Parse and validate the file mapped at g->map (g->size bytes); g->path names
+ * it in messages.  0 or -errno after one logged error.  Tensors get file = 0
+ * and file_off = their offset in that file.
+ */
+int strata_gguf_parse_(struct strata_gguf *g);
+
+/* A handle for `path` over memory the caller maps (map_borrowed = 1); NULL on ENOMEM. */
+struct strata_gguf *strata_gguf_alloc_(const char *path);
+
+/* Rebuild g->tensor_hash over g->tensors[0..n_tensors): -EINVAL on a duplicate (not logged), *dup_a/b its indices. */
+int strata_gguf_rehash_tensors_(struct strata_gguf *g, int64_t *dup_a, int64_t *dup_b);
+
+/* Unmap the region, free the paths and s (gguf_split.c). */
+void strata_gguf_shards_free_(struct gguf_shards *s);
 
 struct strata_str strata_gguf_kv_name_(const struct strata_gguf *g, uint64_t i);
 struct strata_str strata_gguf_tensor_name_(const struct strata_gguf *g, uint64_t i);

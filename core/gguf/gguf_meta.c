@@ -87,6 +87,27 @@ uint64_t strata_gguf_file_size(const struct strata_gguf *g) { return g->size; }
 uint32_t strata_gguf_alignment(const struct strata_gguf *g) { return g->alignment; }
 uint64_t strata_gguf_data_offset(const struct strata_gguf *g) { return g->data_off; }
 int64_t strata_gguf_n_kv(const struct strata_gguf *g) { return g->n_kv; }
+
+uint32_t strata_gguf_n_files(const struct strata_gguf *g)
+{
+	return g->shards ? g->shards->n : 1;
+}
+
+const char *strata_gguf_file_path(const struct strata_gguf *g, uint32_t i)
+{
+	if (g->shards)
+		return i < g->shards->n ? g->shards->path[i] : NULL;
+	return i == 0 ? g->path : NULL;
+}
+
+void strata_gguf_data_span(const struct strata_gguf *g, const void **base, uint64_t *size)
+{
+	*base = g->map + g->data_off;
+	if (g->shards)
+		*size = g->shards->region_size - g->data_off;
+	else
+		*size = g->size - g->data_off;
+}
 int64_t strata_gguf_n_tensors(const struct strata_gguf *g) { return g->n_tensors; }
 
 int64_t strata_gguf_find_key(const struct strata_gguf *g, const char *key)

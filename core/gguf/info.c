@@ -20,7 +20,8 @@ static void usage(FILE *f)
 		"\n"
 		"Print a GGUF file's version, alignment, every metadata entry (arrays\n"
 		"abbreviated, long strings cut) and its tensors: name, type, dimensions,\n"
-		"bytes and offset in the data section, then the totals.\n"
+		"bytes and offset in the data section, then the totals.  A shard of a\n"
+		"split model is shown alone (its split.* keys say which it is).\n"
 		"\n"
 		"  -h, --help   show this help\n");
 }
@@ -167,7 +168,7 @@ int strata_cmd_info(int argc, char **argv)
 		strata_error("info: missing MODEL (usage: strata info MODEL.gguf)");
 		return 2;
 	}
-	if (strata_gguf_open(path, &g) != 0)
+	if (strata_gguf_open_one(path, &g) != 0)
 		return 1;
 	human_bytes(strata_gguf_file_size(g), hb, sizeof(hb));
 	printf("file:      %s\n", path);

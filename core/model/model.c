@@ -155,7 +155,8 @@ static int load_experts(struct loader *l, const char *name, int64_t cols, int64_
 	}
 	out->stride = out->m.row_bytes * (size_t)rows;
 	out->n = n;
-	out->file_off = strata_gguf_data_offset(l->m->gguf) + t->offset;
+	out->file_off = t->file_off;
+	out->file = t->file;
 	l->m->n_params += (uint64_t)(rows * cols) * n;
 	l->m->weight_bytes += t->size;
 	return 0;

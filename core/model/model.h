@@ -37,7 +37,8 @@ struct strata_experts {
 	struct strata_mat m; /* expert 0 */
 	size_t stride;       /* bytes between experts */
 	uint32_t n;
-	uint64_t file_off;   /* where expert 0 starts in the model file */
+	uint64_t file_off;   /* where expert 0 starts in its file... */
+	uint32_t file;       /* ...the model's file `file` (strata_gguf_file_path; 0 unless split) */
 };
 
 static inline struct strata_mat strata_expert(const struct strata_experts *x, uint32_t e)

@@ -524,12 +524,14 @@ int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o)
 {
 	const struct strata_hparams *hp = &c->m->hp;
 	const uint32_t nl = hp->n_layer - hp->n_nextn;
-	const struct strata_gguf_tensor *t0 = strata_gguf_tensor(c->m->gguf, 0);
+	const void *data;
+	uint64_t data_size;
 
-	/* Every weight is a view of the mapping's data section. */
+	/* Every weight is a view of the mapping's data section (all shards' in a row). */
+	strata_gguf_data_span(c->m->gguf, &data, &data_size);
 	c->host_map = (struct strata_buf){
-		.base = (void *)((const char *)t0->data - t0->offset),
-		.size = strata_gguf_file_size(c->m->gguf) - strata_gguf_data_offset(c->m->gguf),
+		.base = (void *)data,
+		.size = data_size,
 		.flags = STRATA_BUF_HOST,
 	};
 	c->tok_embd = h_mat(c, &c->m->tok_embd);

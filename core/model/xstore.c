@@ -13,6 +13,10 @@
  * fetch_start() plans them on the engine thread (the cache's bookkeeping
  * never leaves it) and hands the list over; the reader thread touches only
  * the list and the slot bytes being filled; fetch_wait() takes it back.
+ *
+ * A model split in shards may hold experts in several files: each such file
+ * has its own read path (handle and thread), each read knows its file, and
+ * a fetch starts one job per file that has reads and waits for them all.
  */
 #include "model/xstore.h"
 
@@ -24,6 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "gguf/gguf.h"
 #include "io/aread.h"
 #include "util/log.h"
 
@@ -42,15 +47,27 @@ struct xs_slot {
 struct xs_read {
 	struct strata_aread_req req; /* first: the read path hands it back */
 	uint32_t key;                /* layer * n_expert + expert */
+	uint32_t file;               /* the model file it reads */
 	uint8_t part;
+};
+
+/* One model file that holds experts, read through its own read path. */
+struct xs_file {
+	struct strata_xstore *xs;
+	uint32_t idx;                /* strata_gguf_file_path() index */
+	struct strata_aread *ar;     /* NULL: the file holds no experts */
+	uint64_t size;
+	struct strata_aread_job job;
+	uint32_t next_read;          /* its reader thread's: next of xs->reads to look at */
+	int reading;                 /* the started fetch has reads in this file */
 };
 
 struct strata_xstore {
 	const struct strata_model *m;
 	char *path;
 	struct strata_xstore_opts o;
-	struct strata_aread *ar;     /* the file, through the io plugin */
-	uint64_t file_size;
+	struct xs_file *files;       /* [n_files] */
+	uint32_t n_files;
 	uint32_t n_expert;
 	size_t part_room[3];         /* slot bytes per part */
 	size_t slot_bytes;
@@ -61,8 +78,6 @@ struct strata_xstore {
 	uint32_t lru, mru;
 	struct xs_read *reads;       /* this fetch's reads */
 	uint32_t n_reads, cap_reads;
-	uint32_t next_read;          /* the reader thread's: reads handed to the read path */
-	struct strata_aread_job job;
 	uint32_t *loading;           /* slots this fetch fills */
 	uint32_t n_loading;
 	uint8_t *hit;                /* [n_expert]: expert i of the started fetch was resident */
@@ -72,6 +87,7 @@ struct strata_xstore {
 };
 
 static int open_reads(struct strata_xstore *xs);
+static int any_direct(const struct strata_xstore *xs);
 
 static size_t round_up(size_t v, size_t a)
 {
@@ -237,8 +253,9 @@ int strata_xstore_open(const struct strata_model *m, const char *path,
 		strata_xstore_close(xs);
 		return rc;
 	}
-	strata_info("experts streamed from %s through %s%s: %u of %" PRIu64 " in a %.1f MiB cache",
-		    path, o->io_name, strata_aread_direct(xs->ar) ? " (direct)" : "",
+	strata_info("experts streamed from %s%s through %s%s: %u of %" PRIu64 " in a %.1f MiB cache",
+		    path, xs->n_files > 1 ? " and its shards" : "", o->io_name,
+		    any_direct(xs) ? " (direct)" : "",
 		    xs->n_slots, (uint64_t)n_moe_layers(m) * xs->n_expert,
 		    (double)xs->n_slots * xs->slot_bytes / 1048576.0);
 	*out = xs;
@@ -251,7 +268,9 @@ void strata_xstore_close(struct strata_xstore *xs)
 		return;
 	if (xs->started)
 		strata_xstore_fetch_wait(xs); /* its error, if any, is logged there */
-	strata_aread_close(xs->ar);
+	for (uint32_t f = 0; xs->files && f < xs->n_files; f++)
+		strata_aread_close(xs->files[f].ar);
+	free(xs->files);
 	if (xs->st.hits + xs->st.misses)
 		strata_info("experts streamed: %" PRIu64 " asked for, %.1f%% cache hits, %" PRIu64
 			    " reads (%.1f MiB), %" PRIu64 " repeated, %" PRIu64 " failed fetches",
@@ -288,6 +307,12 @@ static void part_span(const struct strata_xstore *xs, uint32_t key, int p, uint6
 	*len = e->stride;
 }
 
+/* The file that holds part p of the experts of key's layer. */
+static uint32_t part_file(const struct strata_xstore *xs, uint32_t key, int p)
+{
+	return part_of(&xs->m->layers[key / xs->n_expert], p)->file;
+}
+
 static uint8_t *part_mem(const struct strata_xstore *xs, uint32_t s, int p)
 {
 	size_t at = (size_t)s * xs->slot_bytes;
@@ -304,15 +329,19 @@ static void plan_reads(struct strata_xstore *xs, uint32_t s, uint32_t key)
 		uint64_t off, a0, end;
 		size_t len;
 
+		uint32_t f = part_file(xs, key, p);
+		struct xs_file *xf = &xs->files[f];
+
 		part_span(xs, key, p, &off, &len);
+		xf->reading = 1;
 		a0 = off / XS_ALIGN * XS_ALIGN;
 		end = round_up(off + len, XS_ALIGN);
 		for (uint64_t at = a0; at < end; at += XS_PIECE) {
 			struct xs_read *r = &xs->reads[xs->n_reads++];
 			uint64_t n = end - at < XS_PIECE ? end - at : XS_PIECE;
-			uint64_t left = xs->file_size > at ? xs->file_size - at : 0;
+			uint64_t left = xf->size > at ? xf->size - at : 0;
 
-			*r = (struct xs_read){ .key = key, .part = (uint8_t)p };
+			*r = (struct xs_read){ .key = key, .file = f, .part = (uint8_t)p };
 			r->req.need = (uint32_t)(n < left ? n : left);
 			r->req.io = (struct strata_io_req){ .offset = at, .len = (uint32_t)n,
 							    .buf = part_mem(xs, s, p) + (at - a0) };
@@ -322,19 +351,22 @@ static void plan_reads(struct strata_xstore *xs, uint32_t s, uint32_t key)
 
 /* ---- the read path's callbacks: on the reader thread ------------------------------- */
 
+/* The reads of one file, in plan order: the other files' jobs skip them. */
 static uint32_t next_reads(void *user, struct strata_aread_req **reqs, uint32_t n)
 {
-	struct strata_xstore *xs = user;
+	struct xs_file *xf = user;
+	const struct strata_xstore *xs = xf->xs;
 	uint32_t k = 0;
 
-	while (k < n && xs->next_read < xs->n_reads)
-		reqs[k++] = &xs->reads[xs->next_read++].req;
+	for (; k < n && xf->next_read < xs->n_reads; xf->next_read++)
+		if (xs->reads[xf->next_read].file == xf->idx)
+			reqs[k++] = &xs->reads[xf->next_read].req;
 	return k;
 }
 
 static void describe_read(void *user, const struct strata_aread_req *req, char *buf, size_t n)
 {
-	const struct strata_xstore *xs = user;
+	const struct strata_xstore *xs = ((const struct xs_file *)user)->xs;
 	const struct xs_read *r = (const struct xs_read *)(const void *)req; /* req is first */
 	uint32_t layer = r->key / xs->n_expert;
 
@@ -342,21 +374,48 @@ static void describe_read(void *user, const struct strata_aread_req *req, char *
 		 r->key % xs->n_expert, layer, layer, part_name[r->part]);
 }
 
+static int any_direct(const struct strata_xstore *xs)
+{
+	for (uint32_t f = 0; f < xs->n_files; f++)
+		if (xs->files[f].ar && strata_aread_direct(xs->files[f].ar))
+			return 1;
+	return 0;
+}
+
+/* Open a read path on every model file that holds experts. */
 static int open_reads(struct strata_xstore *xs)
 {
+	const struct strata_model *m = xs->m;
 	struct strata_aread_opts ao = {
-		.ops = xs->o.ops, .host = xs->o.host, .io_name = xs->o.io_name, .path = xs->path,
+		.ops = xs->o.ops, .host = xs->o.host, .io_name = xs->o.io_name,
 		.what = "streamed experts", .depth = xs->o.depth, .align = XS_ALIGN,
 		.timeout_ms = xs->o.timeout_ms ? xs->o.timeout_ms : 30000,
 		.timeout_key = "[io] timeout_ms", .direct = xs->o.direct,
 	};
-	int rc = strata_aread_open(&ao, &xs->ar);
+	int rc;
 
-	if (rc)
-		return rc; /* logged */
-	xs->file_size = strata_aread_size(xs->ar);
-	xs->job = (struct strata_aread_job){ .user = xs, .next = next_reads,
-					     .describe = describe_read };
+	xs->n_files = strata_gguf_n_files(m->gguf);
+	xs->files = calloc(xs->n_files, sizeof(*xs->files));
+	if (!xs->files)
+		return -ENOMEM;
+	for (uint32_t f = 0; f < xs->n_files; f++) {
+		xs->files[f].xs = xs;
+		xs->files[f].idx = f;
+	}
+	for (uint32_t l = 0; l < m->hp.n_layer - m->hp.n_nextn; l++)
+		for (int p = 0; m->layers[l].moe && p < 3; p++) {
+			struct xs_file *xf = &xs->files[part_of(&m->layers[l], p)->file];
+
+			if (xf->ar)
+				continue;
+			/* One file: the path the caller named (the model's own). */
+			ao.path = xs->n_files == 1 ? xs->path : strata_gguf_file_path(m->gguf, xf->idx);
+			if ((rc = strata_aread_open(&ao, &xf->ar)))
+				return rc; /* logged */
+			xf->size = strata_aread_size(xf->ar);
+			xf->job = (struct strata_aread_job){ .user = xf, .next = next_reads,
+							     .describe = describe_read };
+		}
 	return 0;
 }
 
@@ -391,7 +450,9 @@ int strata_xstore_fetch_start(struct strata_xstore *xs, uint32_t layer, const ui
 		if (ids[i] >= xs->n_expert)
 			return -EINVAL;
 	L = &xs->m->layers[layer];
-	xs->n_reads = xs->n_loading = xs->next_read = 0;
+	xs->n_reads = xs->n_loading = 0;
+	for (uint32_t f = 0; f < xs->n_files; f++)
+		xs->files[f].reading = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t key = layer * xs->n_expert + ids[i], s = xs->slot_of[key];
 
@@ -421,12 +482,19 @@ int strata_xstore_fetch_start(struct strata_xstore *xs, uint32_t layer, const ui
 	}
 	xs->started = 1;
 	xs->reading = xs->n_reads > 0;
-	if (xs->reading) {
-		xs->job.reads = xs->job.bytes = xs->job.retries = 0;
-		rc = strata_aread_start(xs->ar, &xs->job);
-		if (rc) { /* cannot happen: this store starts one job at a time */
-			xs->started = xs->reading = 0;
-			drop_loading(xs);
+	for (uint32_t f = 0; f < xs->n_files; f++) {
+		struct xs_file *xf = &xs->files[f];
+
+		if (!xf->reading)
+			continue;
+		xf->next_read = 0;
+		xf->job.reads = xf->job.bytes = xf->job.retries = 0;
+		rc = strata_aread_start(xf->ar, &xf->job);
+		if (rc) { /* cannot happen: each file's path runs one job at a time */
+			xf->reading = 0;
+			/* join the files started before; their slots were never filled */
+			if (strata_xstore_fetch_wait(xs) == 0)
+				drop_loading(xs);
 			return rc;
 		}
 	}
@@ -448,14 +516,25 @@ int strata_xstore_fetch_wait(struct strata_xstore *xs)
 	if (!xs->reading)
 		return 0;
 	xs->reading = 0;
-	rc = strata_aread_wait(xs->ar);
-	xs->st.reads += xs->job.reads;
-	xs->st.bytes += xs->job.bytes;
-	xs->st.retries += xs->job.retries;
-	if (rc) {
-		strata_error("%s", strata_aread_error(xs->ar));
-		drop_loading(xs);
+	rc = 0;
+	for (uint32_t f = 0; f < xs->n_files; f++) {
+		struct xs_file *xf = &xs->files[f];
+		int frc;
+
+		if (!xf->reading)
+			continue;
+		xf->reading = 0;
+		frc = strata_aread_wait(xf->ar);
+		xs->st.reads += xf->job.reads;
+		xs->st.bytes += xf->job.bytes;
+		xs->st.retries += xf->job.retries;
+		if (frc && !rc) {
+			strata_error("%s", strata_aread_error(xf->ar));
+			rc = frc;
+		}
 	}
+	if (rc)
+		drop_loading(xs);
 	return rc;
 }
 

@@ -116,9 +116,9 @@ struct strata_ple_table {
 };
 
 /*
- * The table of a GGUF file: tensor per_layer_token_embd.weight, shape
- * [row_len, n_rows], at strata_gguf_data_offset(g) + its offset.  t->path
- * points into g.  -ENOENT (logged) when the file has no such tensor, -EINVAL
+ * The table of a GGUF model: tensor per_layer_token_embd.weight, shape
+ * [row_len, n_rows], in the file that holds it (of a model split in shards,
+ * usually the last) at its file offset.  t->path points into g.  -ENOENT (logged) when the file has no such tensor, -EINVAL
  * when it is not 2-D or its type cannot be decoded.
  */
 int strata_ple_table_from_gguf(const struct strata_gguf *g, struct strata_ple_table *t);

@@ -120,8 +120,8 @@ int strata_ple_table_from_gguf(const struct strata_gguf *g, struct strata_ple_ta
 			     strata_type_name(tn->type));
 		return -EINVAL;
 	}
-	t->path = strata_gguf_path(g);
-	t->base = strata_gguf_data_offset(g) + tn->offset;
+	t->path = strata_gguf_file_path(g, tn->file); /* the shard that holds it */
+	t->base = tn->file_off;
 	t->n_rows = (uint64_t)tn->ne[1];
 	t->type = tn->type;
 	t->row_len = (uint32_t)tn->ne[0];
