@@ -545,6 +545,18 @@ START_TEST(ple_table_in_second_shard)
 	strata_config_free(&cfg);
 	strata_gguf_close(split);
 	strata_gguf_close(one);
+	{ /* and the model runs from its shards as from the one file, bit for bit */
+		struct strata_model *m1, *m2;
+		struct strata_pool *pool;
+
+		ck_assert_int_eq(strata_model_load(src, &m1), 0);
+		ck_assert_int_eq(strata_model_load(p0, &m2), 0);
+		ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+		same_run(m1, m2, NULL, pool, "syn-qwen4exp-f32, the PLE table in shard 2");
+		strata_pool_free(pool);
+		strata_model_free(m2);
+		strata_model_free(m1);
+	}
 	free(p0);
 	free(p1);
 }
