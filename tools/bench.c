@@ -11,6 +11,11 @@
  * within a budget -b: all (everything on it), dense (its dense weights and
  * state: every routed expert on the CPU), mid (and half the experts' bytes)
  * or a number of MiB; the bytes that crossed its link per token are printed.
+ * A qwen4exp model's PLE rows are read through the PLE reader as the engine
+ * reads them (-R readers, io plugin -i; the row cache -C rows, 0 by default
+ * so that every repetition reads its rows from the SSD, as a cold table),
+ * and each pp test says how long layer 1 waited for them; -c reads the
+ * prompt in chunks of that many tokens.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +30,7 @@
 #include "cpu/kernels.h"
 #include "model/model.h"
 #include "model/xstore.h"
+#include "ple/ple.h"
 #include "plugin/registry.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -50,6 +56,8 @@ struct bench {
 	struct strata_seq *seq;
 	struct strata_pool *pool;
 	struct strata_backend *dev;
+	struct strata_ple_reader *ple;
+	uint32_t chunk; /* prompt tokens per forward */
 	int32_t *tokens;
 	float *logits;
 };
@@ -62,8 +70,10 @@ static int run_once(struct bench *b, uint32_t n_pp, uint32_t n_tg, double *secs)
 
 	strata_seq_truncate(b->seq, 0);
 	t0 = now_s();
-	if (n_pp) {
-		rc = strata_forward(b->seq, b->tokens, n_pp, b->logits, 0);
+	for (uint32_t i = 0; i < n_pp; i += b->chunk) {
+		const uint32_t k = n_pp - i < b->chunk ? n_pp - i : b->chunk;
+
+		rc = strata_forward(b->seq, b->tokens + i, k, b->logits, 0);
 		if (rc)
 			return rc;
 	}
@@ -84,9 +94,12 @@ static int bench_test(struct bench *b, const char *name, uint32_t n_pp, uint32_t
 	int rc = run_once(b, n_pp, n_tg, &secs); /* warm-up: page in the weights */
 	const uint64_t in0 = b->dev ? b->dev->link.in_bytes : 0;
 	const uint64_t out0 = b->dev ? b->dev->link.out_bytes : 0;
+	double ple0, ple1;
+	uint64_t chunks0, chunks1;
 
 	if (!ts)
 		return -ENOMEM;
+	strata_ctx_ple_waited(b->ctx, &ple0, &chunks0);
 	for (int r = 0; !rc && r < reps; r++) {
 		rc = run_once(b, n_pp, n_tg, &secs);
 		ts[r] = n / secs;
@@ -95,6 +108,11 @@ static int bench_test(struct bench *b, const char *name, uint32_t n_pp, uint32_t
 	}
 	if (isatty(2))
 		fprintf(stderr, "\r%60s\r", "");
+	strata_ctx_ple_waited(b->ctx, &ple1, &chunks1);
+	if (!rc && b->ple && n_pp && chunks1 > chunks0)
+		printf("ple: %s: layer 1 waited %.2f ms per chunk of %u tokens (%llu chunks; %s)\n",
+		       name, (ple1 - ple0) / (double)(chunks1 - chunks0), b->chunk,
+		       (unsigned long long)(chunks1 - chunks0), strata_ple_reader_describe(b->ple));
 	if (!rc && b->dev) {
 		printf("link: %s: %.1f KiB in, %.1f KiB out per token\n", name,
 		       (b->dev->link.in_bytes - in0) / 1024.0 / ((double)reps * n),
@@ -125,7 +143,11 @@ static void usage(const char *prog)
 	       "  -i PLUGIN   io plugin that streams them (default auto)\n"
 	       "  -g PLUGIN   run on this gpu plugin (e.g. gpu-sim)\n"
 	       "  -b BUDGET   its budget: all (default), dense, mid or MiB\n"
-	       "  -P DIR      look for plugins in DIR first\n",
+	       "  -P DIR      look for plugins in DIR first\n"
+	       "  -c N        read the prompt in chunks of N tokens (default: one batch)\n"
+	       "  -R N        qwen4exp: PLE reader threads (default 8; 0 = the single-thread path)\n"
+	       "  -C ROWS     qwen4exp: PLE row cache (default 0: every run reads cold from the SSD)\n"
+	       "  -S          qwen4exp: a 'ple io' stats line per chunk\n",
 	       prog);
 }
 
@@ -209,18 +231,41 @@ static int open_store(struct bench *b, const char *model, const char *io, uint64
 	return 0;
 }
 
+/* qwen4exp: the PLE rows through a reader, as the engine reads them. */
+static int open_ple(struct bench *b, const char *io, uint32_t readers, uint32_t cache, int stats,
+		    const char *argv0)
+{
+	struct strata_ple_table t;
+	struct strata_ple_opts o;
+	int rc;
+
+	if (b->m->hp.arch != STRATA_ARCH_QWEN4EXP || b->m->hp.q4x.ple_layer == UINT32_MAX)
+		return 0;
+	strata_ple_opts_default(&o);
+	o.readers = readers;
+	o.row_cache = cache;
+	o.plugin = io;
+	o.stats = stats;
+	o.chunk_rows_hint = STRATA_PLE_HEADS * b->chunk;
+	if ((rc = registry(b, NULL, NULL, argv0)) ||
+	    (rc = strata_ple_table_from_gguf(b->m->gguf, &t)) ||
+	    (rc = strata_ple_reader_open(b->reg, &t, &o, &b->ple)))
+		return rc;
+	return strata_ctx_set_ple(b->ctx, b->ple);
+}
+
 int main(int argc, char **argv)
 {
 	const char *model = NULL, *csv_path = NULL, *io = "auto", *gpu = NULL, *budget = "all";
 	const char *plugin_dir = NULL;
-	long stream_mib = -1;
-	int threads = 0, reps = 5, opt, rc = 0;
+	long stream_mib = -1, chunk = 0, ple_readers = 8, ple_cache = 0;
+	int threads = 0, reps = 5, opt, rc = 0, ple_stats = 0;
 	long n_pp = 512, n_tg = 128;
 	struct bench b = { 0 };
 	FILE *csv = NULL;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:c:R:C:Sh")) != -1) {
 		char *end;
 		long v = optarg ? strtol(optarg, &end, 10) : 0;
 
@@ -241,6 +286,10 @@ int main(int argc, char **argv)
 		case 'p': n_pp = v; break;
 		case 'n': n_tg = v; break;
 		case 'r': reps = v > 0 ? (int)v : 1; break;
+		case 'c': chunk = v; break;
+		case 'R': ple_readers = v; break;
+		case 'C': ple_cache = v; break;
+		case 'S': ple_stats = 1; break;
 		case 'h': usage(argv[0]); return 0;
 		default: usage(argv[0]); return 2;
 		}
@@ -255,9 +304,10 @@ int main(int argc, char **argv)
 	threads = strata_pool_size(b.pool);
 	{
 		uint32_t ctx = (uint32_t)(n_pp > n_tg ? n_pp : n_tg);
+		struct strata_ctx_opts o = { .pool = b.pool, .n_ctx = ctx ? ctx : 1 };
 
-		struct strata_ctx_opts o = { .pool = b.pool, .max_batch = ctx ? ctx : 1,
-					     .n_ctx = ctx ? ctx : 1 };
+		b.chunk = chunk > 0 && chunk < n_pp ? (uint32_t)chunk : (uint32_t)(n_pp ? n_pp : 1);
+		o.max_batch = b.chunk;
 
 		if ((gpu || plugin_dir) && registry(&b, plugin_dir, gpu, argv[0]))
 			return 1;
@@ -270,6 +320,8 @@ int main(int argc, char **argv)
 		if (!b.tokens || !b.logits)
 			return 1;
 		if (stream_mib >= 0 && open_store(&b, model, io, (uint64_t)stream_mib << 20, argv[0]))
+			return 1;
+		if (open_ple(&b, io, (uint32_t)ple_readers, (uint32_t)ple_cache, ple_stats, argv[0]))
 			return 1;
 		srand(1234);
 		for (uint32_t i = 0; i <= ctx; i++)
@@ -307,6 +359,7 @@ int main(int argc, char **argv)
 	free(b.logits);
 	strata_seq_free(b.seq);
 	strata_ctx_free(b.ctx);
+	strata_ple_reader_close(b.ple);
 	strata_backend_free(b.dev);
 	strata_xstore_close(b.xs);
 	strata_registry_free(b.reg);

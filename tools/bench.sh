@@ -17,7 +17,10 @@
 #
 #   THREADS  default: all online CPUs     ROUNDS  default: 3
 #   --strata-only   skip the peer
-# Environment: BENCH_PP (512), BENCH_TG (128), BENCH_REPS (5),
+# Environment: BENCH_PP (512), BENCH_TG (128), BENCH_REPS (5), BENCH_CHUNK (the
+#   prompt's chunk: strata-bench -c, llama-bench -b/-ub; default one batch for
+#   strata and llama-bench's own), BENCH_PLE_READERS (8, qwen4exp: strata's PLE
+#   readers; its row cache is off, so every repetition reads the table cold),
 #   BENCH_FA (auto|on|off: the peer's flash attention, default auto as in
 #   llama-bench), BENCH_TIMEOUT (seconds one side of one round may take,
 #   default 1800), STRATA_BUILD_DIR (default build/, built by tools/build.sh).
@@ -51,12 +54,15 @@ pp=${BENCH_PP:-512}
 tg=${BENCH_TG:-128}
 reps=${BENCH_REPS:-5}
 fa=${BENCH_FA:-auto}
+chunk=${BENCH_CHUNK:-}
+ple_readers=${BENCH_PLE_READERS:-8}
 limit=${BENCH_TIMEOUT:-1800}
 build=${STRATA_BUILD_DIR:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 
 [ -r "$model" ] || die "cannot read model '$model'"
-for v in threads:$threads rounds:$rounds BENCH_PP:$pp BENCH_TG:$tg BENCH_REPS:$reps BENCH_TIMEOUT:$limit; do
+for v in threads:$threads rounds:$rounds BENCH_PP:$pp BENCH_TG:$tg BENCH_REPS:$reps BENCH_TIMEOUT:$limit \
+	BENCH_CHUNK:${chunk:-0} BENCH_PLE_READERS:$ple_readers; do
 	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*} must be a whole number, got '${v#*:}'"
 done
 if [ "$threads" -lt 1 ] || [ "$rounds" -lt 1 ] || [ "$reps" -lt 1 ]; then
@@ -154,13 +160,21 @@ run_side() {
 	die "$what failed (exit status $rc)"
 }
 
+strata_chunk=()
+peer_chunk=()
+if [ -n "$chunk" ] && [ "$chunk" != 0 ]; then
+	strata_chunk=(-c "$chunk")
+	peer_chunk=(-b "$chunk" -ub "$chunk")
+fi
+
 run_strata() {
-	run_side "$1" strata-bench "$build/strata-bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps"
+	run_side "$1" strata-bench "$build/strata-bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" \
+		-r "$reps" -R "$ple_readers" "${strata_chunk[@]}"
 }
 
 run_peer() {
 	run_side "$1" "llama-bench (--strata-only skips it)" "$peer_bin/llama-bench" \
-		-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fa "$fa" -o jsonl
+		-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fa "$fa" "${peer_chunk[@]}" -o jsonl
 }
 
 isa=$(cpu_isa)
@@ -182,6 +196,7 @@ for r in $(seq 1 "$rounds"); do
 		run_strata "$tmp/s$r"
 	fi
 	[ "$r" = 1 ] && grep -m1 '^model ' "$tmp/s1" >&2
+	grep '^ple: ' "$tmp/s$r" | sed 's/^/bench.sh:   strata /' >&2 || true
 	rows "$tmp/s$r" >"$tmp/sr"
 	peer_rows "$tmp/p$r" >"$tmp/pr"
 	[ -s "$tmp/sr" ] || die "no results in strata-bench's output: $(cat "$tmp/s$r")"

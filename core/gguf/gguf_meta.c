@@ -104,7 +104,7 @@ void strata_gguf_data_span(const struct strata_gguf *g, const void **base, uint6
 {
 	*base = g->map + g->data_off;
 	if (g->shards)
-		*size = g->shards->region_size - g->data_off;
+		*size = g->shards->span - g->data_off;
 	else
 		*size = g->size - g->data_off;
 }

@@ -127,32 +127,6 @@ static int load_ple_hparams(struct loader *l)
 	return 0;
 }
 
-/*
- * IMRoPE with text positions (every section the token's position) is NEOX
- * rope over n_rot values, provided no rotated pair falls to the 4th (extra)
- * section, whose position text does not define: refuse such a layout.
- */
-static int check_rope_sections(struct loader *l)
-{
-	const struct strata_hparams *hp = &l->m->hp;
-	const uint32_t *s = hp->q4x.rope_sections;
-	const uint32_t total = s[0] + s[1] + s[2] + s[3];
-
-	for (uint32_t i = 0; i < hp->n_rot / 2; i++) {
-		const uint32_t sec = total ? i % total : 0;
-		const int t = sec % 3 == 0 && sec < 3 * s[0], h = sec % 3 == 1 && sec < 3 * s[1];
-		const int w = sec % 3 == 2 && sec < 3 * s[2];
-
-		if (!total || !(t || h || w)) {
-			strata_error("%s: rope.dimension_sections [%u, %u, %u, %u] leave rotated pair "
-				     "%u to the extra section, which strata does not support",
-				     l->path, s[0], s[1], s[2], s[3], i);
-			return -ENOTSUP;
-		}
-	}
-	return 0;
-}
-
 int strata_q4x_load_hparams(struct loader *l)
 {
 	struct strata_hparams *hp = &l->m->hp;
@@ -181,11 +155,16 @@ int strata_q4x_load_hparams(struct loader *l)
 			     hp->ssm_d_inner, hp->ssm_dt_rank, hp->ssm_d_state);
 		return -EINVAL;
 	}
+	/*
+	 * IMRoPE: every section of a text token is its position (llama.cpp's
+	 * batch broadcasts it), so the rotation is NEOX's over n_rot values
+	 * whatever the sections; they matter for picture rows only.
+	 */
 	rc = get_u32s(l, "rope.dimension_sections", q->rope_sections, 4, 0);
 	if (rc == -ENOENT)
 		strata_error("%s: missing metadata key '%s'", l->path,
 			     strata_ld_key(l, "rope.dimension_sections"));
-	if (rc || (rc = check_rope_sections(l)))
+	if (rc)
 		return rc == -ENOENT ? -EINVAL : rc;
 	return load_ple_hparams(l);
 }
