@@ -206,6 +206,66 @@ START_TEST(goldens_see_qsa_and_ple)
 }
 END_TEST
 
+/*
+ * The MTP block against golden/syn-qwen4exp-mtp-f32.PROMPT.mtp.slog: the
+ * trunk reads the prompt, then row t of the block is fed token t + 1 with
+ * the trunk's residual of row t, attending over its own rows.
+ */
+static double mtp_diff(const char *prompt, uint32_t chunk, uint32_t pos0)
+{
+	struct slog g, mg;
+	struct rig r;
+	char rel[160];
+	uint32_t n, rows;
+	size_t nv;
+	float *trunk, *mtp;
+	double d;
+
+	read_golden("syn-qwen4exp-mtp-f32", prompt, &g);
+	snprintf(rel, sizeof(rel), "golden/syn-qwen4exp-mtp-f32.%s.mtp.slog", prompt);
+	ck_assert_int_eq(slog_read(tu_shared_or_skip(rel), &mg), 0);
+	rig_open(&r, "syn-qwen4exp-mtp-f32", 512, 2);
+	nv = r.m->hp.n_vocab;
+	n = g.n_prompt + g.n_gen;
+	rows = mg.n_prompt + mg.n_gen;
+	ck_assert_uint_eq(mg.n_vocab, nv);
+	ck_assert_uint_le(rows, n - 1);
+	ck_assert_mem_eq(mg.tokens, g.tokens + 1, rows * sizeof(int32_t));
+	trunk = malloc((size_t)n * nv * sizeof(float));
+	mtp = malloc((size_t)rows * nv * sizeof(float));
+	/* the trunk in pieces, the block right after each, on the same rows */
+	for (uint32_t i = 0; i < rows; i += chunk) {
+		uint32_t k = rows - i < chunk ? rows - i : chunk;
+
+		ck_assert_int_eq(strata_forward(r.s, g.tokens + i, k, trunk + (size_t)i * nv, 1), 0);
+		ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + i + 1, k, pos0 + i,
+						mtp + (size_t)i * nv), 0);
+	}
+	d = max_abs_diff(mtp, mg.logits, (size_t)rows * nv);
+	free(trunk);
+	free(mtp);
+	rig_close(&r);
+	slog_free(&g);
+	slog_free(&mg);
+	return d;
+}
+
+/* In one batch, row by row, and (the goldens can tell) not at positions one later. */
+START_TEST(mtp_block)
+{
+	for (size_t pi = 0; pi < 3; pi++) {
+		double batch = mtp_diff(g_prompts[pi], 512, 0), step = mtp_diff(g_prompts[pi], 1, 0);
+		double odd = mtp_diff(g_prompts[pi], 7, 0), late = mtp_diff(g_prompts[pi], 512, 1);
+
+		printf("syn-qwen4exp-mtp-f32.%s.mtp: max |diff| batch %.2e, row by row %.2e, chunks "
+		       "of 7 %.2e; at positions one later %.2e\n", g_prompts[pi], batch, step, odd,
+		       late);
+		ck_assert_msg(batch <= 1e-3 && step <= 1e-3 && odd <= 1e-3 && late > 1e-2,
+			      "syn-qwen4exp-mtp-f32.%s.mtp", g_prompts[pi]);
+	}
+}
+END_TEST
+
 /* ---- (2) turns, snapshots ---------------------------------------------------------- */
 
 static void assert_same(const float *a, const float *b, size_t n)
@@ -547,6 +607,7 @@ int main(void)
 	suite_add_tcase(su, simd);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, loads_layout);
+	tcase_add_test(tc, mtp_block);
 	tcase_add_test(tc, goldens_see_qsa_and_ple);
 	tcase_add_test(tc, turns_through_a_checkpoint);
 	tcase_add_test(tc, ple_reader_paths_agree);

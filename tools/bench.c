@@ -3,7 +3,7 @@
  * way llama-bench measures them, so the figures compare with llama.cpp's:
  *   pp N: one batched forward of N tokens into an empty context;
  *   tg N: N single-token forwards, each sampling nothing (greedy not needed).
- * Each test runs after one warm-up and is repeated -r times; the median and
+ * Each test runs after one warm-up (-w 0: none) and is repeated -r times; the median and
  * the spread are printed, one line per test, plus a CSV with -o.  With -x
  * the experts are streamed ([model] experts = stream) through the io plugin
  * -i into a cache of -x MiB, and the store's totals are printed at the end.
@@ -58,6 +58,7 @@ struct bench {
 	struct strata_backend *dev;
 	struct strata_ple_reader *ple;
 	uint32_t chunk; /* prompt tokens per forward */
+	int warmup;     /* run each test once before timing it */
 	int32_t *tokens;
 	float *logits;
 };
@@ -91,7 +92,7 @@ static int bench_test(struct bench *b, const char *name, uint32_t n_pp, uint32_t
 {
 	double *ts = calloc((size_t)reps, sizeof(double)), secs;
 	uint32_t n = n_pp ? n_pp : n_tg;
-	int rc = run_once(b, n_pp, n_tg, &secs); /* warm-up: page in the weights */
+	int rc = b->warmup ? run_once(b, n_pp, n_tg, &secs) : 0; /* page in the weights */
 	const uint64_t in0 = b->dev ? b->dev->link.in_bytes : 0;
 	const uint64_t out0 = b->dev ? b->dev->link.out_bytes : 0;
 	double ple0, ple1;
@@ -147,7 +148,8 @@ static void usage(const char *prog)
 	       "  -c N        read the prompt in chunks of N tokens (default: one batch)\n"
 	       "  -R N        qwen4exp: PLE reader threads (default 8; 0 = the single-thread path)\n"
 	       "  -C ROWS     qwen4exp: PLE row cache (default 0: every run reads cold from the SSD)\n"
-	       "  -S          qwen4exp: a 'ple io' stats line per chunk\n",
+	       "  -S          qwen4exp: a 'ple io' stats line per chunk\n"
+	       "  -w 0|1      run each test once untimed first (default 1)\n",
 	       prog);
 }
 
@@ -261,11 +263,11 @@ int main(int argc, char **argv)
 	long stream_mib = -1, chunk = 0, ple_readers = 8, ple_cache = 0;
 	int threads = 0, reps = 5, opt, rc = 0, ple_stats = 0;
 	long n_pp = 512, n_tg = 128;
-	struct bench b = { 0 };
+	struct bench b = { .warmup = 1 };
 	FILE *csv = NULL;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:c:R:C:Sh")) != -1) {
+	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:c:R:C:Sw:h")) != -1) {
 		char *end;
 		long v = optarg ? strtol(optarg, &end, 10) : 0;
 
@@ -290,6 +292,7 @@ int main(int argc, char **argv)
 		case 'R': ple_readers = v; break;
 		case 'C': ple_cache = v; break;
 		case 'S': ple_stats = 1; break;
+		case 'w': b.warmup = v != 0; break;
 		case 'h': usage(argv[0]); return 0;
 		default: usage(argv[0]); return 2;
 		}

@@ -21,6 +21,9 @@
 #   prompt's chunk: strata-bench -c, llama-bench -b/-ub; default one batch for
 #   strata and llama-bench's own), BENCH_PLE_READERS (8, qwen4exp: strata's PLE
 #   readers; its row cache is off, so every repetition reads the table cold),
+#   BENCH_WARMUP (1; 0: no untimed first run on either side, for long prompts),
+#   BENCH_EVICT (files dropped from the page cache before each side runs, e.g.
+#   a PLE shard, so that both read it cold; MODEL itself is read once first),
 #   BENCH_FA (auto|on|off: the peer's flash attention, default auto as in
 #   llama-bench), BENCH_TIMEOUT (seconds one side of one round may take,
 #   default 1800), STRATA_BUILD_DIR (default build/, built by tools/build.sh).
@@ -55,6 +58,7 @@ tg=${BENCH_TG:-128}
 reps=${BENCH_REPS:-5}
 fa=${BENCH_FA:-auto}
 chunk=${BENCH_CHUNK:-}
+warmup=${BENCH_WARMUP:-1}
 ple_readers=${BENCH_PLE_READERS:-8}
 limit=${BENCH_TIMEOUT:-1800}
 build=${STRATA_BUILD_DIR:-$root/build}
@@ -62,7 +66,7 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 
 [ -r "$model" ] || die "cannot read model '$model'"
 for v in threads:$threads rounds:$rounds BENCH_PP:$pp BENCH_TG:$tg BENCH_REPS:$reps BENCH_TIMEOUT:$limit \
-	BENCH_CHUNK:${chunk:-0} BENCH_PLE_READERS:$ple_readers; do
+	BENCH_CHUNK:${chunk:-0} BENCH_PLE_READERS:$ple_readers BENCH_WARMUP:$warmup; do
 	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*} must be a whole number, got '${v#*:}'"
 done
 if [ "$threads" -lt 1 ] || [ "$rounds" -lt 1 ] || [ "$reps" -lt 1 ]; then
@@ -146,13 +150,17 @@ cpu_isa() {
 cpu_time=()
 [ -x /usr/bin/time ] && cpu_time=(/usr/bin/time -f "%U %S" -o)
 
+evict=${BENCH_EVICT:-}
 run_side() {
-	local out=$1 what=$2 rc=0
+	local out=$1 what=$2 rc=0 f
 
 	shift 2
 	if [ ${#cpu_time[@]} -gt 0 ]; then
 		set -- "${cpu_time[@]}" "$out.cpu" "$@"
 	fi
+	for f in $evict; do
+		dd if="$f" iflag=nocache count=0 status=none || die "cannot drop $f from the page cache"
+	done
 	timeout --kill-after=10 "$limit" "$@" >"$out" 2>"$out.err" || rc=$?
 	[ "$rc" = 0 ] && return 0
 	cat "$out" "$out.err" >&2
@@ -160,11 +168,12 @@ run_side() {
 	die "$what failed (exit status $rc)"
 }
 
-strata_chunk=()
+strata_chunk=(-w "$warmup")
 peer_chunk=()
+[ "$warmup" = 0 ] && peer_chunk=(--no-warmup)
 if [ -n "$chunk" ] && [ "$chunk" != 0 ]; then
-	strata_chunk=(-c "$chunk")
-	peer_chunk=(-b "$chunk" -ub "$chunk")
+	strata_chunk+=(-c "$chunk")
+	peer_chunk+=(-b "$chunk" -ub "$chunk")
 fi
 
 run_strata() {
@@ -179,6 +188,10 @@ run_peer() {
 
 isa=$(cpu_isa)
 say "cpu: $isa"
+if [ -n "$evict" ]; then
+	for f in $evict; do [ -r "$f" ] || die "BENCH_EVICT: cannot read '$f'"; done
+	cat "$model" >/dev/null # the weights warm, only the evicted files cold
+fi
 say "model $model, $threads threads, $rounds rounds of pp$pp/tg$tg x $reps reps; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do
 	load1=$(cut -d' ' -f1 /proc/loadavg)

@@ -45,6 +45,7 @@ struct pl_layer {
 	struct strata_tensor hc_attn[4], hc_ffn[4];
 	struct strata_tensor idx_q, idx_k, idx_q_norm, idx_k_norm, dn_beta, dn_alpha;
 	struct strata_tensor ple_key, ple_value, ple_nk, ple_nq, ple_nc, ple_conv;
+	struct strata_tensor mtp_hc[4], mtp_enorm, mtp_hnorm, mtp_eh; /* its MTP block's own */
 	struct strata_tensor xh[3];  /* gate, up, down experts in the mapping [cols, rows, n] */
 	struct strata_tensor xd[3];  /* the device's slots [cols, rows, n_dev] */
 	uint32_t *dev_slot;          /* [n_expert]: slot on the device or CTX_NONE */
@@ -111,6 +112,7 @@ struct strata_ctx {
 	double ple_wait_ms;                /* summed blocked time of the waits (strata_ctx_ple_waited) */
 	uint64_t ple_chunks;
 	uint64_t n_forward;                /* strata_ctx_forwards */
+	struct strata_backend *res_at;     /* qwen4exp: where the last pass left its residual */
 };
 
 struct seq_layer {
@@ -136,6 +138,15 @@ struct strata_seq {
 
 /* Rows from position pos on are about to be written: stale the snapshots they break. */
 void strata_seq_note_write(struct strata_seq *s, uint32_t pos);
+
+/*
+ * Layers a context places and a sequence keeps state for: the trunk, and
+ * qwen4exp's MTP block, which runs on its own (strata_q4x_mtp).
+ */
+static inline uint32_t strata_ctx_layers(const struct strata_model *m)
+{
+	return m->hp.n_layer - (m->hp.arch == STRATA_ARCH_QWEN4EXP ? 0 : m->hp.n_nextn);
+}
 
 /* The workspace of backend be (the CPU's or the device's). */
 static inline struct ws *strata_ctx_ws(struct strata_ctx *c, const struct strata_backend *be)

@@ -97,8 +97,8 @@ static int hc_combine(struct strata_ctx *c, struct strata_backend *be, uint32_t 
  * cache, its queries normed and rotated, and the cells each token keeps in
  * w->sel.  *sel is that view.
  */
-static int indexer(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n,
-		   struct strata_tensor *sel)
+static int indexer(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t pos,
+		   uint32_t n, struct strata_tensor *sel)
 {
 	const struct strata_hparams *hp = &c->m->hp;
 	struct pl_layer *L = &c->L[l];
@@ -110,13 +110,13 @@ static int indexer(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint3
 	struct strata_tensor ik = strata_t_cols(&w->ik, 0, n);
 	struct strata_tensor qh = strata_t_heads(&iq, d, heads, n);
 	struct strata_tensor rows = strata_t_f32(iq.buf, iq.offset, d, heads * n);
-	struct strata_tensor cache = strata_t_cols(&s->L[l].idx, s->pos, n);
+	struct strata_tensor cache = strata_t_cols(&s->L[l].idx, pos, n);
 	struct strata_matmul_item it[2] = { { &L->idx_q, &xn, NULL, &iq },
 					    { &L->idx_k, &xn, NULL, &ik } };
 	struct strata_op op = {
 		.code = STRATA_OP_QSA_SELECT, .dst = sel,
 		.src = { &qh, &s->L[l].idx, &L->idx_k_norm, &w->inv_freq },
-		.p.qsa = { .pos = s->pos, .ratio = r, .top_k = hp->q4x.idx_top_k, .n_rot = hp->n_rot,
+		.p.qsa = { .pos = pos, .ratio = r, .top_k = hp->q4x.idx_top_k, .n_rot = hp->n_rot,
 			   .eps = hp->rms_eps },
 	};
 
@@ -124,12 +124,13 @@ static int indexer(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint3
 	RUN(ctx_matmul(be, it, 2));
 	RUN(strata_op1(be, STRATA_OP_COPY, &cache, &ik, NULL));
 	RUN(ctx_norm(be, &rows, &rows, &L->idx_q_norm, hp->rms_eps));
-	RUN(ctx_rope(be, &qh, hp, &w->inv_freq, s->pos));
+	RUN(ctx_rope(be, &qh, hp, &w->inv_freq, pos));
 	return strata_backend_run(be, &op);
 }
 
 /* Gated attention (q rows [q, gate] per head), sparse where the layer has a ratio. */
-static int attention(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n)
+static int attention(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t pos,
+		     uint32_t n)
 {
 	const struct strata_hparams *hp = &c->m->hp;
 	struct pl_layer *L = &c->L[l];
@@ -154,11 +155,11 @@ static int attention(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uin
 	struct strata_op at = {
 		.code = STRATA_OP_ATTN, .dst = &ah,
 		.src = { &qh, &kh, &vh, &s->L[l].k, &s->L[l].v },
-		.p.attn = { .pos = s->pos, .scale = 1.0f / sqrtf((float)hd) },
+		.p.attn = { .pos = pos, .scale = 1.0f / sqrtf((float)hd) },
 	};
 
 	if (c->m->layers[l].q4x.compress_ratio) {
-		RUN(indexer(c, s, l, n, &sel));
+		RUN(indexer(c, s, l, pos, n, &sel));
 		at.code = STRATA_OP_ATTN_SPARSE;
 		at.src[5] = &sel;
 	}
@@ -166,8 +167,8 @@ static int attention(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uin
 	RUN(strata_op1(be, STRATA_OP_COPY, &qh, &qs, NULL));
 	RUN(ctx_norm(be, &qrows, &qrows, &L->q_norm, hp->rms_eps));
 	RUN(ctx_norm(be, &krows, &krows, &L->k_norm, hp->rms_eps));
-	RUN(ctx_rope(be, &qh, hp, &w->inv_freq, s->pos));
-	RUN(ctx_rope(be, &kh, hp, &w->inv_freq, s->pos));
+	RUN(ctx_rope(be, &qh, hp, &w->inv_freq, pos));
+	RUN(ctx_rope(be, &kh, hp, &w->inv_freq, pos));
 	RUN(strata_backend_run(be, &at));
 	RUN(strata_op1(be, STRATA_OP_SIGMOID_MUL, &ah, &ah, &gate));
 	it[0] = (struct strata_matmul_item){ &L->wo, &att, NULL, &out };
@@ -368,7 +369,7 @@ static int layers(struct strata_ctx *c, struct strata_seq *s, struct strata_back
 		if (c->m->layers[l].q4x.ple)
 			RUN(ple(c, s, l, n));
 		RUN(hc_mix(c, L->be, L->hc_attn, 0, n));
-		RUN(c->m->layers[l].recurrent ? deltanet(c, s, l, n) : attention(c, s, l, n));
+		RUN(c->m->layers[l].recurrent ? deltanet(c, s, l, n) : attention(c, s, l, s->pos, n));
 		RUN(hc_combine(c, L->be, n));
 		RUN(hc_mix(c, L->be, L->hc_ffn, 0, n));
 		RUN(strata_moe_block(c, l, n));
@@ -426,6 +427,7 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 	}
 	if (!rc && logits)
 		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
+	c->res_at = at; /* for the MTP block */
 	/* queued device work fails here at the latest, inside this call */
 	if (!rc && c->dev)
 		rc = strata_backend_sync(c->dev);
@@ -434,4 +436,62 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 	s->pos += n;
 	s->ple = hist;
 	return 0;
+}
+
+/* ---- the MTP block ------------------------------------------------------------------ */
+
+int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, uint32_t n, uint32_t pos,
+		   float *out)
+{
+	struct strata_ctx *c = s->c;
+	const struct strata_hparams *hp = &c->m->hp;
+	const uint32_t l = hp->n_layer - 1, k = hp->q4x.hc;
+	const int64_t e = hp->n_embd;
+	struct ws *w = &c->ws_cpu;
+	struct pl_layer *L = &c->L[l];
+	struct strata_backend *be = c->cpu;
+	struct strata_buf ids_buf = { .base = (void *)next, .size = (size_t)n * 4,
+				      .flags = STRATA_BUF_HOST };
+	struct strata_tensor ids = strata_t_i32(&ids_buf, 0, n, 1);
+	struct strata_tensor x = strata_t_cols(&w->x, 0, n), hxn = strata_t_cols(&w->hxn, 0, n);
+	struct strata_tensor res = strata_t_cols(&w->res, 0, n);
+	struct strata_tensor cat = strata_t_f32(w->hgate.buf, w->hgate.offset, 2 * e, n);
+	struct strata_buf host = { .base = out, .size = (size_t)n * hp->n_vocab * sizeof(float),
+				   .flags = STRATA_BUF_HOST };
+	struct strata_tensor y = strata_t_f32(&host, 0, hp->n_vocab, n);
+	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n);
+	/* the shared head from the mapping: the block runs on the CPU wherever the head is */
+	struct strata_matmul_item it = { &c->output_h, &xn, NULL, &y };
+
+	if (!hp->n_nextn || !t_has(&L->mtp_eh) || c->xs) {
+		strata_error("%s", !hp->n_nextn || !t_has(&L->mtp_eh)
+					   ? "this model has no MTP (nextn) block"
+					   : "the MTP block does not run with streamed experts yet");
+		return -ENOTSUP;
+	}
+	if (n > s->max_batch || (uint64_t)pos + n > s->n_ctx)
+		return -EINVAL;
+	if (c->res_at && c->res_at != be) /* the trunk ended on the device */
+		RUN(move_res(c, &c->res_at, be, n));
+	/* each stream c: eh_proj [enorm(embed(next)); hnorm_c(residual_c)] */
+	RUN(strata_op1(be, STRATA_OP_GET_ROWS, &x, &c->tok_embd, &ids));
+	RUN(ctx_norm(be, &x, &x, &L->mtp_enorm, hp->rms_eps));
+	RUN(grouped_norm(c, be, &hxn, &res, &L->mtp_hnorm, n));
+	for (uint32_t i = 0; i < k; i++) {
+		struct strata_tensor lo = stream(&cat, 0, e, n), hi = stream(&cat, 1, e, n);
+		struct strata_tensor h = stream(&hxn, i, e, n), dst = stream(&res, i, e, n);
+		struct strata_matmul_item p = { &L->mtp_eh, &cat, NULL, &dst };
+
+		RUN(strata_op1(be, STRATA_OP_COPY, &lo, &x, NULL));
+		RUN(strata_op1(be, STRATA_OP_COPY, &hi, &h, NULL));
+		RUN(ctx_matmul(be, &p, 1));
+	}
+	RUN(hc_mix(c, be, L->hc_attn, 0, n));
+	RUN(attention(c, s, l, pos, n));
+	RUN(hc_combine(c, be, n));
+	RUN(hc_mix(c, be, L->hc_ffn, 0, n));
+	RUN(strata_moe_block(c, l, n));
+	RUN(hc_combine(c, be, n));
+	RUN(hc_mix(c, be, L->mtp_hc, 0, n));
+	return ctx_matmul(be, &it, 1);
 }

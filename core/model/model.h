@@ -405,4 +405,15 @@ uint32_t strata_seq_snapshot_pos(const struct strata_seq_snapshot *snap);
 int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, float *logits,
 		   int all_logits);
 
+/*
+ * qwen4exp's MTP block (forward_q4x.c), right after a strata_forward of n
+ * tokens whose 4-stream residual it reads (the CPU workspace's, before the
+ * head): row t is fed next[t] and the residual of row t, attends over its own
+ * rows at positions pos.. (their keys kept in the sequence), and its logits
+ * (n_vocab floats a row) go to out.  0, -ENOTSUP without an MTP block or with
+ * streamed experts (logged), or an op's -errno.
+ */
+int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, uint32_t n, uint32_t pos,
+		   float *out);
+
 #endif

@@ -135,6 +135,14 @@ static void host_layer_q4x(struct strata_ctx *c, uint32_t l)
 	L->idx_k_norm = h_f32(c, X->idx_k_norm, hp->q4x.idx_dim, 1);
 	L->dn_beta = h_mat(c, &X->beta);
 	L->dn_alpha = h_mat(c, &X->alpha);
+	if (l >= hp->n_layer - hp->n_nextn) { /* the MTP block */
+		const struct strata_nextn *N = &c->m->layers[l].nextn;
+
+		h_hc(c, &N->hc_head, L->mtp_hc);
+		L->mtp_enorm = h_f32(c, N->enorm, hp->n_embd, 1);
+		L->mtp_hnorm = h_f32(c, N->hnorm, wide, 1);
+		L->mtp_eh = h_mat(c, &N->eh_proj);
+	}
 	if (!X->ple)
 		return;
 	L->ple_key = h_mat(c, &X->ple_key);
@@ -523,7 +531,7 @@ none:
 int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o)
 {
 	const struct strata_hparams *hp = &c->m->hp;
-	const uint32_t nl = hp->n_layer - hp->n_nextn;
+	const uint32_t nl = strata_ctx_layers(c->m);
 	const void *data;
 	uint64_t data_size;
 
@@ -560,7 +568,7 @@ int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o)
 
 void strata_ctx_unplace(struct strata_ctx *c)
 {
-	const uint32_t nl = c->m->hp.n_layer - c->m->hp.n_nextn;
+	const uint32_t nl = strata_ctx_layers(c->m);
 
 	for (uint32_t l = 0; c->L && l < nl; l++) {
 		if (c->dev) {

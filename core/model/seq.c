@@ -82,14 +82,13 @@ static int alloc_layer(struct strata_seq *s, uint32_t l)
 int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **out)
 {
 	const struct strata_model *m = c->m;
-	const struct strata_hparams *hp = &m->hp;
-	const uint32_t nl = hp->n_layer - hp->n_nextn;
+	const uint32_t nl = strata_ctx_layers(m);
 	struct strata_seq *s;
 	int rc = 0, on_cpu = 1;
 
 	*out = NULL;
 	if (n_ctx == 0)
-		n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+		n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
 	s = calloc(1, sizeof(*s));
 	if (!s || !(s->L = calloc(nl ? nl : 1, sizeof(*s->L)))) {
 		free(s);
@@ -118,7 +117,7 @@ int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **
 
 void strata_seq_free(struct strata_seq *s)
 {
-	const uint32_t nl = s ? s->m->hp.n_layer - s->m->hp.n_nextn : 0;
+	const uint32_t nl = s ? strata_ctx_layers(s->m) : 0;
 
 	if (!s)
 		return;
