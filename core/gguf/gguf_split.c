@@ -12,9 +12,9 @@
  * in every shard.
  *
  * The shards are mapped one after the other in one reserved range, each on
- * a 2 MiB boundary (see shard_stride), so every tensor's data lies in one span from the first shard's data
- * section on: the model's weights are views of one host buffer whichever
- * file they came from.  Each shard is then parsed in place like a lone file
+ * a 2 MiB boundary (see shard_stride), so every tensor's data lies in one
+ * span from the first shard's data section on: the model's weights are
+ * views of one host buffer whichever file they came from.  Each shard is then parsed in place like a lone file
  * (so a shard that is not GGUF is refused with its own name and offset),
  * and their tensor tables are merged into the first shard's handle.
  */

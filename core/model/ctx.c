@@ -96,22 +96,13 @@ int strata_op1(struct strata_backend *be, uint32_t code, struct strata_tensor *d
 struct arena {
 	struct strata_buf *buf; /* NULL while sizing */
 	size_t off;
-	unsigned n;             /* tensors taken */
 };
 
-/*
- * The next tensor of the arena: 256-byte aligned, as devices like, and each
- * at another 256-byte phase of the 4 KiB page: tensors whose sizes are
- * multiples of 4 KiB would otherwise all start at the same page offset, and
- * a product reading one and writing another at the same offsets loses time
- * to 4K aliasing and cache-set conflicts.
- */
+/* The next tensor of the arena: 256-byte aligned, as devices like. */
 static struct strata_tensor take(struct arena *a, uint32_t type, int64_t ne0, int64_t ne1)
 {
-	struct strata_tensor t;
+	struct strata_tensor t = strata_t_f32(a->buf, a->off, ne0, ne1);
 
-	a->off += (size_t)(a->n++ % 16) * 256;
-	t = strata_t_f32(a->buf, a->off, ne0, ne1);
 	t.type = type;
 	a->off += ((size_t)ne0 * (size_t)ne1 * 4 + 255) & ~(size_t)255;
 	return t;
