@@ -26,17 +26,21 @@
 #define FUZZ_MAX_MSGS 64
 
 static const char *const g_names[] = { "chatml", "glm4", "llama3", "plain", "qwen" };
+/* What each built-in ends with: the generation prompt (qwen's without enable_thinking). */
 static const char *const g_openers[] = {
 	"<|im_start|>assistant\n", "<|assistant|>",
 	"<|start_header_id|>assistant<|end_header_id|>\n\n", "Assistant:",
+	"<|im_start|>assistant\n",
 };
-static struct strata_chat *g_chats[5];
+#define N_BUILTIN (sizeof(g_names) / sizeof(g_names[0]))
+_Static_assert(sizeof(g_openers) / sizeof(g_openers[0]) == N_BUILTIN, "an opener per built-in");
+static struct strata_chat *g_chats[N_BUILTIN];
 static cJSON *g_vars;
 
 int fuzz_target_init(void)
 {
 	fuzz_quiet();
-	for (int i = 0; i < 5; i++) {
+	for (size_t i = 0; i < N_BUILTIN; i++) {
 		struct strata_chat_opts o = { .setting = g_names[i], .bos = "<s>", .eos = "</s>" };
 
 		if (strata_chat_create(&o, &g_chats[i]))
@@ -140,6 +144,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1)
 		fuzz_template(data, size);
 	else
-		fuzz_builtin((data[0] >> 1) % 5, data + 1, size - 1);
+		fuzz_builtin((int)((data[0] >> 1) % N_BUILTIN), data + 1, size - 1);
 	return 0;
 }
