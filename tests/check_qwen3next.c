@@ -54,19 +54,6 @@ static void feed(struct rig *r, const int32_t *tok, uint32_t n, uint32_t chunk, 
 	}
 }
 
-static double max_abs_diff(const float *a, const float *b, size_t n)
-{
-	double worst = 0.0;
-
-	for (size_t i = 0; i < n; i++) {
-		double d = fabs((double)a[i] - b[i]);
-
-		if (!(d <= worst)) /* also catches NaN */
-			worst = isnan(d) ? INFINITY : d;
-	}
-	return worst;
-}
-
 static double max_abs(const float *a, size_t n)
 {
 	double m = 0.0;
@@ -95,7 +82,7 @@ static double golden_diff(const char *prompt, uint32_t chunk, int threads)
 	out = malloc((size_t)n * g.n_vocab * sizeof(float));
 	feed(&r, g.tokens, n, chunk, out);
 	ck_assert_uint_eq(strata_seq_pos(r.s), n);
-	d = max_abs_diff(out, g.logits, (size_t)n * g.n_vocab);
+	d = tu_max_abs_diff(out, g.logits, (size_t)n * g.n_vocab);
 	free(out);
 	rig_close(&r);
 	slog_free(&g);
@@ -192,8 +179,8 @@ START_TEST(rule_forms_agree)
 	memcpy(S2, S1, dk * dv * 4);
 	strata_dn_rule_recurrent(q, k, v, dk, dk, dv, g, b, 1, n, dk, dv, S1, o1, dv, scr);
 	strata_dn_rule_chunked(q, k, v, dk, dk, dv, g, b, 1, n, dk, dv, S2, o2, dv, scr);
-	dout = max_abs_diff(o1, o2, n * dv) / max_abs(o1, n * dv);
-	dstate = max_abs_diff(S1, S2, dk * dv) / max_abs(S1, dk * dv);
+	dout = tu_max_abs_diff(o1, o2, n * dv) / max_abs(o1, n * dv);
+	dstate = tu_max_abs_diff(S1, S2, dk * dv) / max_abs(S1, dk * dv);
 	printf("delta rule, chunked vs recurrent over %u tokens: outputs %.2e, state %.2e "
 	       "(relative)\n", n, dout, dstate);
 	ck_assert(dout < 1e-5 && dstate < 1e-5);
@@ -241,7 +228,7 @@ START_TEST(chunkings_agree)
 
 		ck_assert_int_eq(strata_seq_truncate(r.s, 0), 0);
 		feed(&r, tok, n, chunks[i], out);
-		d = max_abs_diff(ref, out, n * nv);
+		d = tu_max_abs_diff(ref, out, n * nv);
 		printf("%u tokens in one batch vs chunks of %u: max |diff| %.2e (logit scale "
 		       "%.2f)\n", n, chunks[i], d, scale);
 		ck_assert(d <= 1e-4 * scale);
@@ -296,7 +283,7 @@ START_TEST(save_restore_replays)
 	/* and again, token by token this time (the recurrence): close, not equal */
 	ck_assert_int_eq(strata_seq_restore(r.s, snap), 0);
 	feed(&r, tok + p, k, 1, b + p * nv);
-	ck_assert(max_abs_diff(a + p * nv, b + p * nv, (size_t)k * nv) <=
+	ck_assert(tu_max_abs_diff(a + p * nv, b + p * nv, (size_t)k * nv) <=
 		  1e-4 * max_abs(a + p * nv, (size_t)k * nv));
 	/* truncate to 0 resets: re-reading gives the first run's logits */
 	ck_assert_int_eq(strata_seq_truncate(r.s, 0), 0);
@@ -384,7 +371,7 @@ START_TEST(attention_only_rollback)
 	ck_assert_int_eq(strata_seq_truncate(r.s, 6), 0);
 	ck_assert_int_eq(strata_seq_save(r.s, snap), 0);
 	feed(&r, tok + 6, 6, 6, b + 6 * 512);
-	ck_assert(max_abs_diff(a + 6 * 512, b + 6 * 512, 6 * 512) <= 1e-5);
+	ck_assert(tu_max_abs_diff(a + 6 * 512, b + 6 * 512, 6 * 512) <= 1e-5);
 	ck_assert_int_eq(strata_seq_restore(r.s, snap), 0);
 	ck_assert_uint_eq(strata_seq_pos(r.s), 6);
 	strata_seq_snapshot_free(snap);
@@ -576,8 +563,8 @@ START_TEST(legacy_ssm_in_layout)
 	r.s = tu_seq(r.m, r.pool, 0, 32);
 	feed(&r, g.tokens, n, 32, b);
 	rig_close(&r);
-	d = max_abs_diff(a, b, (size_t)n * g.n_vocab);
-	dg = max_abs_diff(g.logits, b, (size_t)n * g.n_vocab);
+	d = tu_max_abs_diff(a, b, (size_t)n * g.n_vocab);
+	dg = tu_max_abs_diff(g.logits, b, (size_t)n * g.n_vocab);
 	printf("fused ssm_in layout: max |diff| %.2e vs attn_qkv/attn_gate, %.2e vs golden\n", d,
 	       dg);
 	ck_assert(d <= 1e-5 && dg <= 1e-3);

@@ -61,19 +61,6 @@ static void feed(struct rig *r, const int32_t *tok, uint32_t n, uint32_t chunk, 
 	}
 }
 
-static double max_abs_diff(const float *a, const float *b, size_t n)
-{
-	double worst = 0.0;
-
-	for (size_t i = 0; i < n; i++) {
-		double d = fabs((double)a[i] - b[i]);
-
-		if (!(d <= worst)) /* also catches NaN */
-			worst = isnan(d) ? INFINITY : d;
-	}
-	return worst;
-}
-
 static void read_golden(const char *model, const char *prompt, struct slog *g)
 {
 	char rel[160];
@@ -84,26 +71,47 @@ static void read_golden(const char *model, const char *prompt, struct slog *g)
 
 /* ---- (1) golden logits ----------------------------------------------------------- */
 
-static double golden_diff(const char *model, const char *prompt, uint32_t chunk, int threads)
+/*
+ * The largest logit difference from the golden of model.prompt, read in
+ * pieces of `chunk` tokens; with qsa or ple 0 the model runs without its
+ * indexer's choice (dense attention) or without the PLE fusion.
+ */
+static double golden_diff_as(const char *model, const char *prompt, uint32_t chunk,
+			     int threads, int qsa, int ple)
 {
 	struct slog g;
 	struct rig r;
+	char rel[128];
 	uint32_t n;
 	float *out;
 	double d;
 
 	read_golden(model, prompt, &g);
-	rig_open(&r, model, chunk, threads);
+	snprintf(rel, sizeof(rel), "models/%s.gguf", model);
+	ck_assert_int_eq(strata_model_load(tu_shared_or_skip(rel), &r.m), 0);
+	for (uint32_t l = 0; l < r.m->hp.n_layer; l++) {
+		if (!qsa)
+			r.m->layers[l].q4x.compress_ratio = 0;
+		if (!ple)
+			r.m->layers[l].q4x.ple = 0;
+	}
+	ck_assert_int_eq(strata_pool_create(threads, &r.pool), 0);
+	r.s = tu_seq(r.m, r.pool, 0, chunk);
 	ck_assert_uint_eq(r.m->hp.n_vocab, g.n_vocab);
 	n = g.n_prompt + g.n_gen;
 	out = malloc((size_t)n * g.n_vocab * sizeof(float));
 	feed(&r, g.tokens, n, chunk, out);
 	ck_assert_uint_eq(strata_seq_pos(r.s), n);
-	d = max_abs_diff(out, g.logits, (size_t)n * g.n_vocab);
+	d = tu_max_abs_diff(out, g.logits, (size_t)n * g.n_vocab);
 	free(out);
 	rig_close(&r);
 	slog_free(&g);
 	return d;
+}
+
+static double golden_diff(const char *model, const char *prompt, uint32_t chunk, int threads)
+{
+	return golden_diff_as(model, prompt, chunk, threads, 1, 1);
 }
 
 /* At the SIMD level of this ctest run (check_qwen4exp, .avx2, .avx512: testutil.h). */
@@ -165,40 +173,11 @@ END_TEST
  * The goldens can tell: with the indexer's choice ignored (dense attention)
  * or the PLE fusion left out, the logits leave the tolerance.
  */
-static double golden_diff_without(const char *model, int qsa, int ple)
-{
-	struct slog g;
-	struct rig r;
-	struct strata_model *m;
-	struct strata_pool *pool;
-	uint32_t n;
-	float *out;
-	double d;
-
-	read_golden(model, "story", &g);
-	ck_assert_int_eq(strata_model_load(tu_shared_or_skip("models/syn-qwen4exp-r4k16-f32.gguf"),
-					   &m), 0);
-	if (!qsa)
-		m->layers[3].q4x.compress_ratio = 0;
-	if (!ple)
-		m->layers[1].q4x.ple = 0;
-	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
-	r = (struct rig){ .m = m, .pool = pool, .s = tu_seq(m, pool, 0, 512) };
-	n = g.n_prompt + g.n_gen;
-	out = malloc((size_t)n * g.n_vocab * sizeof(float));
-	feed(&r, g.tokens, n, 512, out);
-	d = max_abs_diff(out, g.logits, (size_t)n * g.n_vocab);
-	free(out);
-	rig_close(&r);
-	slog_free(&g);
-	return d;
-}
-
 START_TEST(goldens_see_qsa_and_ple)
 {
-	double dense = golden_diff_without("syn-qwen4exp-r4k16-f32", 0, 1);
-	double no_ple = golden_diff_without("syn-qwen4exp-r4k16-f32", 1, 0);
-	double both = golden_diff_without("syn-qwen4exp-r4k16-f32", 1, 1);
+	double dense = golden_diff_as("syn-qwen4exp-r4k16-f32", "story", 512, 2, 0, 1);
+	double no_ple = golden_diff_as("syn-qwen4exp-r4k16-f32", "story", 512, 2, 1, 0);
+	double both = golden_diff_as("syn-qwen4exp-r4k16-f32", "story", 512, 2, 1, 1);
 
 	printf("r4k16.story: max |diff| dense attention %.2e, without PLE %.2e, as built %.2e\n",
 	       dense, no_ple, both);
@@ -241,7 +220,7 @@ static double mtp_diff(const char *prompt, uint32_t chunk, uint32_t pos0)
 		ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + i + 1, k, pos0 + i,
 						mtp + (size_t)i * nv), 0);
 	}
-	d = max_abs_diff(mtp, mg.logits, (size_t)rows * nv);
+	d = tu_max_abs_diff(mtp, mg.logits, (size_t)rows * nv);
 	free(trunk);
 	free(mtp);
 	rig_close(&r);
@@ -303,8 +282,8 @@ START_TEST(turns_through_a_checkpoint)
 	feed(&r, g.tokens, p, 512, a);
 	ck_assert_int_eq(strata_seq_save(r.s, snap), 0);
 	feed(&r, g.tokens + p, n - p, 512, a + p * nv);
-	ck_assert(max_abs_diff(once, a, (size_t)n * nv) <= 1e-4);
-	ck_assert(max_abs_diff(g.logits, a, (size_t)n * nv) <= 1e-3);
+	ck_assert(tu_max_abs_diff(once, a, (size_t)n * nv) <= 1e-4);
+	ck_assert(tu_max_abs_diff(g.logits, a, (size_t)n * nv) <= 1e-3);
 	/* the second turn again from the checkpoint: the same logits, bit for bit */
 	ck_assert_int_eq(strata_seq_restore(r.s, snap), 0);
 	feed(&r, g.tokens + p, n - p, 512, b + p * nv);
@@ -373,7 +352,7 @@ START_TEST(ple_reader_paths_agree)
 	ref = malloc((size_t)n * nv * sizeof(float));
 	out = malloc((size_t)n * nv * sizeof(float));
 	feed(&r, g.tokens, n, 7, ref);
-	ck_assert(max_abs_diff(g.logits, ref, (size_t)n * nv) <= 1e-3);
+	ck_assert(tu_max_abs_diff(g.logits, ref, (size_t)n * nv) <= 1e-3);
 	reg = plugin_registry(&cfg, dir);
 	ck_assert_int_eq(strata_ple_table_from_gguf(r.m->gguf, &t), 0);
 	for (size_t i = 0; i < sizeof(runs) / sizeof(*runs); i++) {

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <ftw.h>
+#include <math.h>
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -448,4 +449,17 @@ void tu_vocab_tests_free(struct tu_vocab_tests *t)
 	free(t->inp);
 	free(t->ids);
 	memset(t, 0, sizeof(*t));
+}
+
+double tu_max_abs_diff(const float *a, const float *b, size_t n)
+{
+	double worst = 0.0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]);
+
+		if (!(d <= worst)) /* also catches NaN */
+			worst = isnan(d) ? INFINITY : d;
+	}
+	return worst;
 }

@@ -176,4 +176,7 @@ int tu_vocab_tests_read_files(const char *inp_path, const char *out_path,
 			      struct tu_vocab_tests *t);
 void tu_vocab_tests_free(struct tu_vocab_tests *t);
 
+/* Largest |a[i] - b[i]| over n values; INFINITY when either holds a NaN there. */
+double tu_max_abs_diff(const float *a, const float *b, size_t n);
+
 #endif

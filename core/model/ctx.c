@@ -5,12 +5,14 @@
 #include "model/ctx_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/exec.h"
 #include "gguf/gguf.h"
 #include "model/xstore.h"
 #include "util/log.h"
@@ -412,6 +414,51 @@ int strata_ctx_set_ple(struct strata_ctx *c, struct strata_ple_reader *r)
 					      .size = rows * hp->q4x.ple_head_dim * sizeof(float),
 					      .flags = STRATA_BUF_HOST };
 	c->ple_rd = r;
+	return 0;
+}
+
+int strata_ctx_move_rows(struct strata_ctx *c, struct strata_backend **at,
+			 struct strata_backend *to, size_t field, uint32_t n)
+{
+	const struct strata_tensor *tc = (const struct strata_tensor *)((char *)&c->ws_cpu + field);
+	const struct strata_tensor *td = (const struct strata_tensor *)((char *)&c->ws_dev + field);
+	const size_t bytes = (size_t)n * tc->nb[1];
+	int rc;
+
+	if (*at == to)
+		return 0;
+	if (to == c->cpu)
+		rc = strata_backend_copy_out(*at, &c->ws_dev.buf, td->offset, strata_tensor_data(tc),
+					     bytes, NULL);
+	else
+		rc = strata_backend_copy_in(to, &c->ws_dev.buf, td->offset, strata_tensor_data(tc),
+					    bytes, NULL);
+	*at = to;
+	return rc;
+}
+
+int strata_ctx_logits(struct strata_ctx *c, struct strata_backend *be,
+		      const struct strata_tensor *output, const struct strata_tensor *xn,
+		      uint32_t rows, float *out)
+{
+	const uint32_t nv = c->m->hp.n_vocab;
+	struct ws *w = strata_ctx_ws(c, be);
+	struct strata_buf host = { .base = out, .size = (size_t)rows * nv * sizeof(float),
+				   .flags = STRATA_BUF_HOST };
+	struct strata_tensor y = strata_t_f32(&host, 0, nv, rows);
+	struct strata_matmul_item it = { output, xn, NULL, &y };
+
+	if (be == c->cpu)
+		return ctx_matmul(be, &it, 1);
+	for (uint32_t r = 0; r < rows; r += CTX_LOGIT_ROWS) {
+		const uint32_t k = rows - r < CTX_LOGIT_ROWS ? rows - r : CTX_LOGIT_ROWS;
+		struct strata_tensor xr = strata_t_cols(xn, r, k), lg = strata_t_cols(&w->lg, 0, k);
+
+		it = (struct strata_matmul_item){ output, &xr, NULL, &lg };
+		RUN(ctx_matmul(be, &it, 1));
+		RUN(strata_backend_copy_out(be, &w->buf, w->lg.offset, out + (size_t)r * nv,
+					    (size_t)k * nv * sizeof(float), NULL));
+	}
 	return 0;
 }
 

@@ -238,6 +238,23 @@ static inline uint32_t strata_q4x_ple_hist_len(const struct strata_hparams *hp)
 	return (hp->q4x.ple_conv_k - 1) * hp->q4x.ple_ngram;
 }
 
+/*
+ * Move the first n rows of the workspace tensor at `field` (the same one in
+ * both workspaces, e.g. offsetof(struct ws, x)) to backend `to`; *at says
+ * where they are and is updated.  A move to the CPU blocks (ordered after
+ * the device's last op).  0 or the copy's -errno.
+ */
+int strata_ctx_move_rows(struct strata_ctx *c, struct strata_backend **at,
+			 struct strata_backend *to, size_t field, uint32_t n);
+/*
+ * Logits of `rows` normed rows xn (on be) into host memory out, n_vocab
+ * floats a row: straight into out on the CPU, through the device's logits
+ * rows and copies back on a device.
+ */
+int strata_ctx_logits(struct strata_ctx *c, struct strata_backend *be,
+		      const struct strata_tensor *output, const struct strata_tensor *xn,
+		      uint32_t rows, float *out);
+
 /* The MoE FFN of layer l (moe.c): out = experts(xn); x untouched.  0 or -errno. */
 int strata_moe_block(struct strata_ctx *c, uint32_t l, uint32_t n);
 

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "backend/exec.h"
@@ -174,20 +175,7 @@ static int ffn_block(struct strata_ctx *c, uint32_t l, uint32_t n)
 static int move_x(struct strata_ctx *c, struct strata_backend **at, struct strata_backend *to,
 		  uint32_t n)
 {
-	const size_t bytes = (size_t)n * c->m->hp.n_embd * sizeof(float);
-	float *host = strata_tensor_data(&c->ws_cpu.x);
-	int rc;
-
-	if (*at == to)
-		return 0;
-	if (to == c->cpu) /* blocking: ordered after the device's last op */
-		rc = strata_backend_copy_out(*at, &c->ws_dev.buf, c->ws_dev.x.offset, host, bytes,
-					     NULL);
-	else
-		rc = strata_backend_copy_in(to, &c->ws_dev.buf, c->ws_dev.x.offset, host, bytes,
-					    NULL);
-	*at = to;
-	return rc;
+	return strata_ctx_move_rows(c, at, to, offsetof(struct ws, x), n);
 }
 
 static int embed(struct strata_ctx *c, const int32_t *tokens, uint32_t n)
@@ -210,25 +198,10 @@ static int head(struct strata_ctx *c, struct strata_backend **at, uint32_t first
 	const uint32_t rows = n - first;
 	struct strata_tensor x = strata_t_cols(&w->x, first, rows);
 	struct strata_tensor xn = strata_t_cols(&w->xn, 0, rows);
-	struct strata_buf host = { .base = out, .size = (size_t)rows * hp->n_vocab * sizeof(float),
-				   .flags = STRATA_BUF_HOST };
-	struct strata_tensor y = strata_t_f32(&host, 0, hp->n_vocab, rows);
-	struct strata_matmul_item it = { &c->output, &xn, NULL, &y };
 
 	RUN(move_x(c, at, be, n));
 	RUN(ctx_norm(be, &xn, &x, &c->output_norm, hp->rms_eps));
-	if (be == c->cpu)
-		return ctx_matmul(be, &it, 1);
-	for (uint32_t r = 0; r < rows; r += CTX_LOGIT_ROWS) {
-		const uint32_t k = rows - r < CTX_LOGIT_ROWS ? rows - r : CTX_LOGIT_ROWS;
-		struct strata_tensor xr = strata_t_cols(&xn, r, k), lg = strata_t_cols(&w->lg, 0, k);
-
-		it = (struct strata_matmul_item){ &c->output, &xr, NULL, &lg };
-		RUN(ctx_matmul(be, &it, 1));
-		RUN(strata_backend_copy_out(be, &w->buf, w->lg.offset, out + (size_t)r * hp->n_vocab,
-					    (size_t)k * hp->n_vocab * sizeof(float), NULL));
-	}
-	return 0;
+	return strata_ctx_logits(c, be, &c->output, &xn, rows, out);
 }
 
 static int layers(struct strata_ctx *c, struct strata_seq *s, struct strata_backend **at,

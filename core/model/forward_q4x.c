@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "backend/exec.h"
@@ -311,50 +312,20 @@ static int embed(struct strata_ctx *c, const int32_t *tokens, uint32_t n)
 static int move_res(struct strata_ctx *c, struct strata_backend **at, struct strata_backend *to,
 		    uint32_t n)
 {
-	const size_t bytes = (size_t)n * c->m->hp.n_embd * c->m->hp.q4x.hc * sizeof(float);
-	float *host = strata_tensor_data(&c->ws_cpu.res);
-	int rc;
-
-	if (*at == to)
-		return 0;
-	if (to == c->cpu) /* blocking: ordered after the device's last op */
-		rc = strata_backend_copy_out(*at, &c->ws_dev.buf, c->ws_dev.res.offset, host, bytes,
-					     NULL);
-	else
-		rc = strata_backend_copy_in(to, &c->ws_dev.buf, c->ws_dev.res.offset, host, bytes,
-					    NULL);
-	*at = to;
-	return rc;
+	return strata_ctx_move_rows(c, at, to, offsetof(struct ws, res), n);
 }
 
 /* Logits of rows [first, n): the head mixer collapses their streams, then the output. */
 static int head(struct strata_ctx *c, struct strata_backend **at, uint32_t first, uint32_t n,
 		float *out)
 {
-	const struct strata_hparams *hp = &c->m->hp;
 	struct strata_backend *be = c->out_be;
-	struct ws *w = strata_ctx_ws(c, be);
 	const uint32_t rows = n - first;
-	struct strata_buf host = { .base = out, .size = (size_t)rows * hp->n_vocab * sizeof(float),
-				   .flags = STRATA_BUF_HOST };
-	struct strata_tensor y = strata_t_f32(&host, 0, hp->n_vocab, rows);
-	struct strata_tensor xn = strata_t_cols(&w->xn, 0, rows);
-	struct strata_matmul_item it = { &c->output, &xn, NULL, &y };
+	struct strata_tensor xn = strata_t_cols(&strata_ctx_ws(c, be)->xn, 0, rows);
 
 	RUN(move_res(c, at, be, n));
 	RUN(hc_mix(c, be, c->hc_head, first, rows));
-	if (be == c->cpu)
-		return ctx_matmul(be, &it, 1);
-	for (uint32_t r = 0; r < rows; r += CTX_LOGIT_ROWS) {
-		const uint32_t k = rows - r < CTX_LOGIT_ROWS ? rows - r : CTX_LOGIT_ROWS;
-		struct strata_tensor xr = strata_t_cols(&xn, r, k), lg = strata_t_cols(&w->lg, 0, k);
-
-		it = (struct strata_matmul_item){ &c->output, &xr, NULL, &lg };
-		RUN(ctx_matmul(be, &it, 1));
-		RUN(strata_backend_copy_out(be, &w->buf, w->lg.offset, out + (size_t)r * hp->n_vocab,
-					    (size_t)k * hp->n_vocab * sizeof(float), NULL));
-	}
-	return 0;
+	return strata_ctx_logits(c, be, &c->output, &xn, rows, out);
 }
 
 static int layers(struct strata_ctx *c, struct strata_seq *s, struct strata_backend **at,
@@ -456,12 +427,7 @@ int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, uint32_t n, uint32
 	struct strata_tensor x = strata_t_cols(&w->x, 0, n), hxn = strata_t_cols(&w->hxn, 0, n);
 	struct strata_tensor res = strata_t_cols(&w->res, 0, n);
 	struct strata_tensor cat = strata_t_f32(w->hgate.buf, w->hgate.offset, 2 * e, n);
-	struct strata_buf host = { .base = out, .size = (size_t)n * hp->n_vocab * sizeof(float),
-				   .flags = STRATA_BUF_HOST };
-	struct strata_tensor y = strata_t_f32(&host, 0, hp->n_vocab, n);
 	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n);
-	/* the shared head from the mapping: the block runs on the CPU wherever the head is */
-	struct strata_matmul_item it = { &c->output_h, &xn, NULL, &y };
 
 	if (!hp->n_nextn || !t_has(&L->mtp_eh) || c->xs) {
 		strata_error("%s", !hp->n_nextn || !t_has(&L->mtp_eh)
@@ -493,5 +459,6 @@ int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, uint32_t n, uint32
 	RUN(strata_moe_block(c, l, n));
 	RUN(hc_combine(c, be, n));
 	RUN(hc_mix(c, be, L->mtp_hc, 0, n));
-	return ctx_matmul(be, &it, 1);
+	/* the shared head from the mapping: the block runs on the CPU wherever the head is */
+	return strata_ctx_logits(c, be, &c->output_h, &xn, n, out);
 }

@@ -43,6 +43,8 @@ int strata_ld_f32(struct loader *l, const char *name, int64_t ne0, int64_t ne1, 
 /* A vector of n F32 values. */
 int strata_ld_vec(struct loader *l, const char *name, int64_t n, int required,
 		  const float **out);
+/* Layer i's Gated DeltaNet mixer (qwen3next's or qwen4exp's form). */
+int strata_ld_deltanet(struct loader *l, uint32_t i);
 /* Layer i's routed experts and shared expert (qwen3next's and qwen4exp's gated one). */
 int strata_ld_moe(struct loader *l, uint32_t i);
 

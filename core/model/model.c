@@ -272,9 +272,11 @@ static int load_moe_hparams(struct loader *l)
 	hp->expert_weights_scale = 1.0f;
 	if (hp->arch == STRATA_ARCH_QWEN3NEXT)
 		return load_qwen3next_moe_hparams(l);
-	if (hp->arch == STRATA_ARCH_QWEN4EXP) /* llama.cpp reads no weights scale for it */
-		return strata_ld_u32_opt(l, "expert_shared_feed_forward_length", &hp->n_ff_shexp) ||
-		       load_nextn(l) ? -EINVAL : 0;
+	if (hp->arch == STRATA_ARCH_QWEN4EXP) { /* llama.cpp reads no weights scale for it */
+		if ((rc = strata_ld_u32_opt(l, "expert_shared_feed_forward_length", &hp->n_ff_shexp)))
+			return rc;
+		return load_nextn(l);
+	}
 	if (hp->arch != STRATA_ARCH_GLM4MOE)
 		return 0;
 	if ((rc = strata_ld_u32_opt(l, "expert_shared_count", &shared)) ||
@@ -393,28 +395,39 @@ static int load_attention(struct loader *l, uint32_t i)
 	return 0;
 }
 
-/* A Gated DeltaNet mixer: every size follows from the ssm.* metadata. */
-static int load_deltanet(struct loader *l, uint32_t i)
+/*
+ * A Gated DeltaNet mixer: every size follows from the ssm.* metadata.
+ * qwen3next's has its own input norm and b/a in one ssm_ba (or everything
+ * fused into ssm_in in early conversions); qwen4exp's has neither norm
+ * (its hyper-connections are) nor ssm_ba, but ssm_beta and ssm_alpha.
+ */
+int strata_ld_deltanet(struct loader *l, uint32_t i)
 {
 	const struct strata_hparams *hp = &l->m->hp;
 	struct strata_layer *L = &l->m->layers[i];
 	struct strata_deltanet *dn = &L->dn;
 	const int64_t e = hp->n_embd, nv = hp->ssm_dt_rank, vd = hp->ssm_d_inner;
 	const int64_t ch = 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + vd;
+	const int q4x = hp->arch == STRATA_ARCH_QWEN4EXP;
 	char name[96];
 	int rc;
 
-	if ((rc = strata_ld_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)))
+	if (!q4x && (rc = strata_ld_vec(l, T("attn_norm.weight"), e, 1, &L->attn_norm)))
 		return rc;
-	if (!strata_ld_find(l, T("attn_qkv.weight"), 0) && strata_ld_find(l, T("ssm_in.weight"), 0)) {
+	if (!q4x && !strata_ld_find(l, T("attn_qkv.weight"), 0) &&
+	    strata_ld_find(l, T("ssm_in.weight"), 0)) {
 		dn->fused = 1;
 		rc = strata_ld_mat(l, T("ssm_in.weight"), e, ch + vd, &dn->wqkvz);
 	} else if (!(rc = strata_ld_mat(l, T("attn_qkv.weight"), e, ch, &dn->wqkv))) {
 		rc = strata_ld_mat(l, T("attn_gate.weight"), e, vd, &dn->wz);
 	}
-	if (rc ||
-	    (rc = strata_ld_mat(l, T("ssm_ba.weight"), e, 2 * nv, &dn->wba)) ||
-	    (rc = strata_ld_f32(l, T("ssm_conv1d.weight"), hp->ssm_d_conv, ch, 1, &dn->conv)) ||
+	if (rc)
+		return rc;
+	if (q4x ? (rc = strata_ld_mat(l, T("ssm_beta.weight"), e, nv, &L->q4x.beta)) ||
+			  (rc = strata_ld_mat(l, T("ssm_alpha.weight"), e, nv, &L->q4x.alpha))
+		: (rc = strata_ld_mat(l, T("ssm_ba.weight"), e, 2 * nv, &dn->wba)))
+		return rc;
+	if ((rc = strata_ld_f32(l, T("ssm_conv1d.weight"), hp->ssm_d_conv, ch, 1, &dn->conv)) ||
 	    (rc = strata_ld_vec(l, T("ssm_dt.bias"), nv, 1, &dn->dt_bias)) ||
 	    (rc = strata_ld_vec(l, T("ssm_a"), nv, 1, &dn->a)) ||
 	    (rc = strata_ld_vec(l, T("ssm_norm.weight"), hp->ssm_head_v, 1, &dn->norm)) ||
@@ -469,7 +482,7 @@ static int load_layer(struct loader *l, uint32_t i)
 			       (i + 1) % hp->full_attn_interval != 0;
 		L->attn_gated = !L->recurrent;
 	}
-	if ((rc = L->recurrent ? load_deltanet(l, i) : load_attention(l, i)))
+	if ((rc = L->recurrent ? strata_ld_deltanet(l, i) : load_attention(l, i)))
 		return rc;
 	snprintf(name, sizeof(name), "blk.%u.%s", i, norm);
 	if ((rc = strata_ld_vec(l, name, e, 1, &L->ffn_norm)))

@@ -254,30 +254,6 @@ static int load_attention(struct loader *l, uint32_t i)
 	return 0;
 }
 
-/* qwen4exp's DeltaNet: attn_qkv, attn_gate, separate ssm_beta and ssm_alpha. */
-static int load_deltanet(struct loader *l, uint32_t i)
-{
-	const struct strata_hparams *hp = &l->m->hp;
-	struct strata_layer *L = &l->m->layers[i];
-	struct strata_deltanet *dn = &L->dn;
-	const int64_t e = hp->n_embd, nv = hp->ssm_dt_rank, vd = hp->ssm_d_inner;
-	const int64_t ch = 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + vd;
-	char name[96];
-	int rc;
-
-	if ((rc = strata_ld_mat(l, T("attn_qkv.weight"), e, ch, &dn->wqkv)) ||
-	    (rc = strata_ld_mat(l, T("attn_gate.weight"), e, vd, &dn->wz)) ||
-	    (rc = strata_ld_mat(l, T("ssm_beta.weight"), e, nv, &L->q4x.beta)) ||
-	    (rc = strata_ld_mat(l, T("ssm_alpha.weight"), e, nv, &L->q4x.alpha)) ||
-	    (rc = strata_ld_f32(l, T("ssm_conv1d.weight"), hp->ssm_d_conv, ch, 1, &dn->conv)) ||
-	    (rc = strata_ld_vec(l, T("ssm_dt.bias"), nv, 1, &dn->dt_bias)) ||
-	    (rc = strata_ld_vec(l, T("ssm_a"), nv, 1, &dn->a)) ||
-	    (rc = strata_ld_vec(l, T("ssm_norm.weight"), hp->ssm_d_state, 1, &dn->norm)) ||
-	    (rc = strata_ld_mat(l, T("ssm_out.weight"), vd, e, &dn->wout)))
-		return rc;
-	return 0;
-}
-
 /* The PLE fusion's weights on its layer. */
 static int load_ple(struct loader *l, uint32_t i)
 {
@@ -347,7 +323,7 @@ int strata_q4x_load_layer(struct loader *l, uint32_t i)
 			     L->q4x.compress_ratio, i);
 		return -EINVAL;
 	}
-	if ((rc = L->recurrent ? load_deltanet(l, i) : load_attention(l, i)))
+	if ((rc = L->recurrent ? strata_ld_deltanet(l, i) : load_attention(l, i)))
 		return rc;
 	if (i == hp->q4x.ple_layer && (rc = load_ple(l, i)))
 		return rc;
