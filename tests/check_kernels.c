@@ -732,6 +732,70 @@ START_TEST(dot_axpy_levels)
 }
 END_TEST
 
+/* ---- gates ------------------------------------------------------------------- */
+
+/*
+ * silu(g) * u and x * sigmoid(y) against double precision over the whole
+ * float range that matters (and past the vector levels' clamp at +-87),
+ * every length up to 40 (the tails), in place, and NaN in, NaN out.
+ */
+START_TEST(gate_levels)
+{
+	SIMD_CASE();
+
+	enum { N = 4096 };
+	float *g = malloc(N * sizeof(float)), *u = malloc(N * sizeof(float));
+	float *o = malloc(N * sizeof(float)), *p = malloc(N * sizeof(float));
+	const int l = g_lv;
+	double worst = 0;
+
+	ck_assert(g && u && o && p);
+	for (int i = 0; i < N; i++) {
+		g[i] = -100.0f + 200.0f * (float)i / N; /* every binade the exps meet */
+		u[i] = frnd() * 3.0f;
+	}
+	g[0] = 0.0f, g[1] = -0.0f, g[2] = 1e-30f, g[3] = -87.5f, g[4] = 88.5f, g[5] = 16.0f;
+	EXPECT_EQ(strata_simd_set(l), 0);
+	for (int kind = 0; kind < 2; kind++) {
+		if (kind == 0)
+			strata_silu_mul_f32(o, g, u, N);
+		else
+			strata_sigmoid_mul_f32(o, u, g, N);
+		for (int i = 0; i < N; i++) {
+			double s = 1.0 / (1.0 + exp(-(double)g[i]));
+			double ref = kind == 0 ? (double)g[i] * s * u[i] : (double)u[i] * s;
+			double err = fabs(o[i] - ref) / (fabs(ref) + 1e-37);
+
+			EXPECT(err <= 1e-6 || fabs(o[i] - ref) <= 1e-30,
+			       "%s %s(%.9g, %.9g) = %.9g, not %.9g", strata_simd_name(l),
+			       kind ? "sigmoid_mul" : "silu_mul", g[i], u[i], o[i], ref);
+			if (fabs(ref) > 1e-30 && err > worst)
+				worst = err;
+		}
+	}
+	for (int n = 0; n <= 40; n++) { /* tails, and o aliasing g */
+		memcpy(p, g + 2000, N / 2 * sizeof(float));
+		for (int i = 0; i < 48; i++)
+			o[i] = -7.0f;
+		strata_silu_mul_f32(o, p, u, n);
+		strata_silu_mul_f32(p, p, u, n);
+		for (int i = 0; i < 48; i++)
+			EXPECT(i < n ? o[i] == p[i] : o[i] == -7.0f && p[i] == g[2000 + i],
+			       "%s silu_mul n=%d lane %d", strata_simd_name(l), n, i);
+	}
+	g[7] = NAN, u[9] = NAN;
+	strata_silu_mul_f32(o, g, u, 16);
+	EXPECT(isnan(o[7]) && isnan(o[9]) && !isnan(o[8]), "%s silu_mul lost a NaN",
+	       strata_simd_name(l));
+	strata_sigmoid_mul_f32(o, u, g, 16);
+	EXPECT(isnan(o[7]) && isnan(o[9]) && !isnan(o[8]), "%s sigmoid_mul lost a NaN",
+	       strata_simd_name(l));
+	printf("gate %s: worst relative error %.2g\n", strata_simd_name(l), worst);
+	strata_simd_set(strata_simd_detect());
+	free(g), free(u), free(o), free(p);
+}
+END_TEST
+
 /* ---- level selection ---------------------------------------------------------- */
 
 START_TEST(simd_select)
@@ -790,6 +854,7 @@ int main(void)
 	tcase_add_test(simd, matmul_q8_0);
 	tcase_add_test(simd, matmul_q8_0_exact_activations);
 	tcase_add_test(simd, dot_axpy_levels);
+	tcase_add_test(simd, gate_levels);
 	suite_add_tcase(s, simd);
 	tc = tcase_create("core");
 	tcase_set_timeout(tc, 300);

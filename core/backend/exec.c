@@ -240,13 +240,8 @@ static int op_rope(const struct strata_op *op)
 	return 0;
 }
 
-static inline float silu(float v)
-{
-	return v / (1.0f + expf(-v));
-}
-
-/* dst = f(a, b) over rows; b broadcasts along any dimension of extent 1. */
-static int op_binary(const struct strata_op *op)
+/* dst = a + b over rows; b broadcasts along any dimension of extent 1. */
+static int op_add(const struct strata_op *op)
 {
 	const struct strata_tensor *a = op->src[0], *b = op->src[1], *d = op->dst;
 	const int64_t n = d->ne[0], bstep = b->ne[0] == 1 ? 0 : 1;
@@ -257,21 +252,66 @@ static int op_binary(const struct strata_op *op)
 		const float *x = row_at(a, i1, i2, i3), *y = row_at(b, i1, i2, i3);
 		float *o = row_at(d, i1, i2, i3);
 
-		switch (op->code) {
-		case STRATA_OP_ADD:
+		for (int64_t i = 0; i < n; i++)
+			o[i] = x[i] + y[i * bstep];
+	}
+	return 0;
+}
+
+/* SWIGLU / SIGMOID_MUL: one share of the rows (all of them: i3, i2, i1). */
+struct gate_task {
+	const struct strata_op *op;
+	int64_t rows;
+};
+
+static void gate_rows(void *arg, int ith, int nth)
+{
+	const struct gate_task *g = arg;
+	const struct strata_op *op = g->op;
+	const struct strata_tensor *a = op->src[0], *b = op->src[1], *d = op->dst;
+	const int64_t n = d->ne[0];
+	long r0, r1;
+
+	strata_split(g->rows, ith, nth, &r0, &r1);
+	for (long r = r0; r < r1; r++) {
+		const int64_t i1 = r % d->ne[1], i2 = r / d->ne[1] % d->ne[2];
+		const int64_t i3 = r / d->ne[1] / d->ne[2];
+		const float *x = row_at(a, i1, i2, i3), *y = row_at(b, i1, i2, i3);
+		float *o = row_at(d, i1, i2, i3);
+
+		if (b->ne[0] == 1) { /* a per-row gate (qwen3next's shared expert) */
 			for (int64_t i = 0; i < n; i++)
-				o[i] = x[i] + y[i * bstep];
-			break;
-		case STRATA_OP_SWIGLU:
-			for (int64_t i = 0; i < n; i++)
-				o[i] = silu(x[i]) * y[i * bstep];
-			break;
-		default: /* STRATA_OP_SIGMOID_MUL */
-			for (int64_t i = 0; i < n; i++)
-				o[i] = x[i] / (1.0f + expf(-y[i * bstep]));
-			break;
+				o[i] = op->code == STRATA_OP_SWIGLU
+					       ? x[i] / (1.0f + expf(-x[i])) * y[0]
+					       : x[i] / (1.0f + expf(-y[0]));
+		} else if (op->code == STRATA_OP_SWIGLU) {
+			strata_silu_mul_f32(o, x, y, n);
+		} else {
+			strata_sigmoid_mul_f32(o, x, y, n);
 		}
 	}
+}
+
+/*
+ * dst = silu(a) * b or a * sigmoid(b), b broadcasting as in ADD.  A MoE
+ * layer's gate is slots x expert_ff values: over 2^15 of them the pool
+ * shares the rows, which are independent.
+ */
+static int op_gate(struct strata_exec *x, const struct strata_op *op)
+{
+	const struct strata_tensor *a = op->src[0], *b = op->src[1], *d = op->dst;
+	const int64_t n = d->ne[0];
+	struct gate_task g = { op, d->ne[1] * d->ne[2] * d->ne[3] };
+	int nth = strata_exec_threads(x);
+
+	if (a->ne[0] != n || (b->ne[0] != n && b->ne[0] != 1))
+		return -EINVAL;
+	if (g.rows * n < 32768 || g.rows < nth)
+		nth = 1;
+	if (nth > 1)
+		strata_pool_run_n(x->pool, gate_rows, &g, nth);
+	else
+		gate_rows(&g, 0, 1);
 	return 0;
 }
 
@@ -391,9 +431,10 @@ int strata_exec_run(struct strata_exec *x, const struct strata_op *op)
 	case STRATA_OP_ROPE:
 		return op_rope(op);
 	case STRATA_OP_ADD:
+		return op_add(op);
 	case STRATA_OP_SWIGLU:
 	case STRATA_OP_SIGMOID_MUL:
-		return op_binary(op);
+		return op_gate(x, op);
 	case STRATA_OP_COPY:
 	case STRATA_OP_FILL:
 		return op_copy_fill(op);

@@ -11,6 +11,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "vexp.h"
+
 void strata_attn_scores_avx512(const float *q, const float *kt, size_t stride, int hd,
 			       uint32_t len, float scale, float *sc)
 {
@@ -48,28 +50,10 @@ void strata_attn_scores_avx512(const float *q, const float *kt, size_t stride, i
 
 #define AI static inline __attribute__((always_inline))
 
-/*
- * exp(x) for x <= 0 (softmax arguments): 2^n * p(r), n = round(x log2 e),
- * r = x - n ln 2 (two-part ln 2, |r| <= 0.35), p the degree-6 Taylor
- * polynomial: relative error under 2e-7.  Below -88 the result is ~0.
- */
+/* exp(x) for x <= 0 (softmax arguments); below -88 the result is ~0. */
 AI __m512 exp_neg(__m512 x)
 {
-	__m512 n, r, p;
-
-	x = _mm512_max_ps(x, _mm512_set1_ps(-88.0f));
-	n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-				 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
-	p = _mm512_set1_ps(1.0f / 720.0f);
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	return _mm512_scalef_ps(p, n);
+	return strata_exp16(_mm512_max_ps(x, _mm512_set1_ps(-88.0f)));
 }
 
 AI __mmask16 tail_mask(uint32_t n)

@@ -735,3 +735,13 @@ void strata_axpy_f32(float *y, float a, const float *x, int64_t n)
 {
 	cur_level()->axpy_f32(y, a, x, n);
 }
+
+void strata_silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
+{
+	cur_level()->silu_mul_f32(o, g, u, n);
+}
+
+void strata_sigmoid_mul_f32(float *o, const float *x, const float *y, int64_t n)
+{
+	cur_level()->sigmoid_mul_f32(o, x, y, n);
+}

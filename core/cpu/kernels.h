@@ -128,5 +128,14 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 float strata_dot_f32(const float *a, const float *b, int64_t n);
 /* y += a * x (f32). */
 void strata_axpy_f32(float *y, float a, const float *x, int64_t n);
+/*
+ * o[i] = silu(g[i]) * u[i], and o[i] = x[i] * sigmoid(y[i]) (o may alias g
+ * or x).  The scalar level calls expf; the vector levels use a polynomial
+ * exp within 3e-7 relative of it, its argument clamped to +-87 (where the
+ * results are already 0, 1 or the identity to float precision).  NaN stays
+ * NaN.
+ */
+void strata_silu_mul_f32(float *o, const float *g, const float *u, int64_t n);
+void strata_sigmoid_mul_f32(float *o, const float *x, const float *y, int64_t n);
 
 #endif

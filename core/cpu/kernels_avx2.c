@@ -16,6 +16,8 @@
 #if defined(STRATA_KERN_X86)
 #include <immintrin.h>
 
+#include "vexp.h"
+
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 4")
 #define MR 4 /* tile rows */
@@ -391,6 +393,55 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n)
 	}
 }
 
+/* exp(x) with x clamped to +-87 (strata_exp8's range): NaN passes (max/min
+ * return their second operand when one is NaN). */
+AI __m256 exp_ps(__m256 x)
+{
+	return strata_exp8(_mm256_min_ps(_mm256_set1_ps(87.0f),
+					 _mm256_max_ps(_mm256_set1_ps(-87.0f), x)));
+}
+
+/* x / (1 + exp(-y)) * m: silu(g) * u is (g, g, u); x * sigmoid(y) is (x, y, 1). */
+AI __m256 gate(__m256 x, __m256 y, __m256 m)
+{
+	const __m256 one = _mm256_set1_ps(1.0f);
+
+	return _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(
+		_mm256_setzero_ps(), y)))), m);
+}
+
+static void silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 gv = _mm256_loadu_ps(g + i);
+
+		_mm256_storeu_ps(o + i, gate(gv, gv, _mm256_loadu_ps(u + i)));
+	}
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+		__m256 gv = _mm256_maskload_ps(g + i, m);
+
+		_mm256_maskstore_ps(o + i, m, gate(gv, gv, _mm256_maskload_ps(u + i, m)));
+	}
+}
+
+static void sigmoid_mul_f32(float *o, const float *x, const float *y, int64_t n)
+{
+	const __m256 one = _mm256_set1_ps(1.0f);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(o + i, gate(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), one));
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+
+		_mm256_maskstore_ps(o + i, m, gate(_mm256_maskload_ps(x + i, m),
+						   _mm256_maskload_ps(y + i, m), one));
+	}
+}
+
 const struct strata_kern_level strata_kern_avx2 = {
 	.name = "avx2",
 	.act = {
@@ -438,6 +489,8 @@ const struct strata_kern_level strata_kern_avx2 = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.silu_mul_f32 = silu_mul_f32,
+	.sigmoid_mul_f32 = sigmoid_mul_f32,
 };
 
 #endif

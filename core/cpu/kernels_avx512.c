@@ -23,6 +23,8 @@
 #if defined(STRATA_KERN_X86)
 #include <immintrin.h>
 
+#include "vexp.h"
+
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 4")
 #define MR 4 /* tile rows */
@@ -470,6 +472,55 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n)
 	}
 }
 
+/* exp(x) with x clamped to +-87: NaN passes (max/min return their second
+ * operand when one is NaN). */
+AI __m512 exp_ps(__m512 x)
+{
+	return strata_exp16(_mm512_min_ps(_mm512_set1_ps(87.0f),
+					  _mm512_max_ps(_mm512_set1_ps(-87.0f), x)));
+}
+
+/* x / (1 + exp(-y)) * m: silu(g) * u is (g, g, u); x * sigmoid(y) is (x, y, 1). */
+AI __m512 gate(__m512 x, __m512 y, __m512 m)
+{
+	const __m512 one = _mm512_set1_ps(1.0f);
+
+	return _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(
+		_mm512_setzero_ps(), y)))), m);
+}
+
+static void silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m512 gv = _mm512_loadu_ps(g + i);
+
+		_mm512_storeu_ps(o + i, gate(gv, gv, _mm512_loadu_ps(u + i)));
+	}
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+		__m512 gv = _mm512_maskz_loadu_ps(m, g + i);
+
+		_mm512_mask_storeu_ps(o + i, m, gate(gv, gv, _mm512_maskz_loadu_ps(m, u + i)));
+	}
+}
+
+static void sigmoid_mul_f32(float *o, const float *x, const float *y, int64_t n)
+{
+	const __m512 one = _mm512_set1_ps(1.0f);
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(o + i, gate(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), one));
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+
+		_mm512_mask_storeu_ps(o + i, m, gate(_mm512_maskz_loadu_ps(m, x + i),
+						     _mm512_maskz_loadu_ps(m, y + i), one));
+	}
+}
+
 const struct strata_kern_level strata_kern_avx512 = {
 	.name = "avx512",
 	.act = {
@@ -517,6 +568,8 @@ const struct strata_kern_level strata_kern_avx512 = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.silu_mul_f32 = silu_mul_f32,
+	.sigmoid_mul_f32 = sigmoid_mul_f32,
 };
 
 #endif

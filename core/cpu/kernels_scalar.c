@@ -250,6 +250,19 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n)
 		y[i] += a * x[i];
 }
 
+/* The reference forms the vector levels approximate. */
+static void silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void sigmoid_mul_f32(float *o, const float *x, const float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		o[i] = x[i] / (1.0f + expf(-y[i]));
+}
+
 const struct strata_kern_level strata_kern_scalar = {
 	.name = "scalar",
 	.act = {
@@ -306,4 +319,6 @@ const struct strata_kern_level strata_kern_scalar = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.silu_mul_f32 = silu_mul_f32,
+	.sigmoid_mul_f32 = sigmoid_mul_f32,
 };
