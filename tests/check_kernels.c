@@ -688,7 +688,7 @@ START_TEST(matmul_thread_independent)
 }
 END_TEST
 
-/* ---- dot / axpy ------------------------------------------------------------- */
+/* ---- dot / axpy / axpby ------------------------------------------------------------- */
 
 START_TEST(dot_axpy_levels)
 {
@@ -723,6 +723,17 @@ START_TEST(dot_axpy_levels)
 					EXPECT(fabsf(y0[i] - y1[i]) <=
 					      1e-6f * (fabsf(b[i]) + fabsf(a[i])),
 						      "%s axpy n=%lld i=%d: %.9g vs %.9g",
+						      strata_simd_name(l), (long long)n, i,
+						      y1[i], y0[i]);
+				for (int i = 0; i < 216; i++)
+					y0[i] = y1[i] = b[i];
+				strata_kern_scalar.axpby_f32(y0 + off, 0.75f, a, -0.9f, n);
+				strata_axpby_f32(y1 + off, 0.75f, a, -0.9f, n);
+				for (int i = 0; i < 216; i++)
+					EXPECT(fabsf(y0[i] - y1[i]) <=
+					      1e-6f * (fabsf(b[i]) + fabsf(a[i])) &&
+					      (i >= off && i < off + n ? y1[i] != b[i] : y1[i] == b[i]),
+						      "%s axpby n=%lld i=%d: %.9g vs %.9g",
 						      strata_simd_name(l), (long long)n, i,
 						      y1[i], y0[i]);
 			}

@@ -70,8 +70,7 @@ void strata_dn_rule_recurrent(const float *q, const float *k, const float *v, si
 			const float d = b * (vt[c] - eg * sums[dv + c]);
 
 			ot[c] = eg * sums[c] + dot * d;
-			for (uint32_t r = 0; r < dk; r++)
-				row[r] = eg * row[r] + d * kt[r];
+			strata_axpby_f32(row, d, kt, eg, dk);
 		}
 	}
 }
@@ -161,12 +160,7 @@ static void dn_chunk(const float *q, const float *k, const float *v, size_t ldq,
 			Kt[(size_t)r * c + j] = e * Kc[(size_t)j * dk + r];
 	}
 	mm(Kt, dk, c, Dt, c, dv, Sx, dk);
-	{
-		const float e = expf(glast);
-
-		for (size_t x = 0; x < (size_t)dv * dk; x++)
-			S[x] = e * S[x] + Sx[x];
-	}
+	strata_axpby_f32(S, 1.0f, Sx, expf(glast), (int64_t)dv * dk);
 }
 
 void strata_dn_rule_chunked(const float *q, const float *k, const float *v, size_t ldq,

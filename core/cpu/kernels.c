@@ -736,6 +736,11 @@ void strata_axpy_f32(float *y, float a, const float *x, int64_t n)
 	cur_level()->axpy_f32(y, a, x, n);
 }
 
+void strata_axpby_f32(float *y, float a, const float *x, float b, int64_t n)
+{
+	cur_level()->axpby_f32(y, a, x, b, n);
+}
+
 void strata_silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
 {
 	cur_level()->silu_mul_f32(o, g, u, n);

@@ -128,6 +128,8 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 float strata_dot_f32(const float *a, const float *b, int64_t n);
 /* y += a * x (f32). */
 void strata_axpy_f32(float *y, float a, const float *x, int64_t n);
+/* y = a * x + b * y (f32): a decaying state's update. */
+void strata_axpby_f32(float *y, float a, const float *x, float b, int64_t n);
 /*
  * o[i] = silu(g[i]) * u[i], and o[i] = x[i] * sigmoid(y[i]) (o may alias g
  * or x).  The scalar level calls expf; the vector levels use a polynomial

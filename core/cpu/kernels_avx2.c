@@ -393,6 +393,23 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n)
 	}
 }
 
+static void axpby_f32(float *y, float a, const float *x, float b, int64_t n)
+{
+	const __m256 av = _mm256_set1_ps(a), bv = _mm256_set1_ps(b);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(bv, _mm256_loadu_ps(y + i),
+							_mm256_mul_ps(av, _mm256_loadu_ps(x + i))));
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+
+		_mm256_maskstore_ps(y + i, m,
+			_mm256_fmadd_ps(bv, _mm256_maskload_ps(y + i, m),
+					_mm256_mul_ps(av, _mm256_maskload_ps(x + i, m))));
+	}
+}
+
 /* exp(x) with x clamped to +-87 (strata_exp8's range): NaN passes (max/min
  * return their second operand when one is NaN). */
 AI __m256 exp_ps(__m256 x)
@@ -489,6 +506,7 @@ const struct strata_kern_level strata_kern_avx2 = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,
 };

@@ -472,6 +472,23 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n)
 	}
 }
 
+static void axpby_f32(float *y, float a, const float *x, float b, int64_t n)
+{
+	const __m512 av = _mm512_set1_ps(a), bv = _mm512_set1_ps(b);
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_fmadd_ps(bv, _mm512_loadu_ps(y + i),
+							_mm512_mul_ps(av, _mm512_loadu_ps(x + i))));
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+
+		_mm512_mask_storeu_ps(y + i, m,
+			_mm512_fmadd_ps(bv, _mm512_maskz_loadu_ps(m, y + i),
+					_mm512_mul_ps(av, _mm512_maskz_loadu_ps(m, x + i))));
+	}
+}
+
 /* exp(x) with x clamped to +-87: NaN passes (max/min return their second
  * operand when one is NaN). */
 AI __m512 exp_ps(__m512 x)
@@ -568,6 +585,7 @@ const struct strata_kern_level strata_kern_avx512 = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,
 };

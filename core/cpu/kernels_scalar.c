@@ -250,6 +250,12 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n)
 		y[i] += a * x[i];
 }
 
+static void axpby_f32(float *y, float a, const float *x, float b, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = b * y[i] + a * x[i];
+}
+
 /* The reference forms the vector levels approximate. */
 static void silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
 {
@@ -319,6 +325,7 @@ const struct strata_kern_level strata_kern_scalar = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,
 };
