@@ -48,23 +48,33 @@ static const double chi2_crit[] = { 0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46 
  * Draw DRAWS tokens and compare with want[] (0 = must never appear; others
  * are renormalised over the allowed set).
  */
-static void check_distribution(const struct strata_sampler_params *p, const float *logits,
-			       int n, const double *want)
+static void check_drawn(const struct strata_sampler_params *p, const float *logits, int n,
+			const double *want, int32_t draft)
 {
 	struct strata_sampler *s = make(p, n);
-	int counts[64] = { 0 }, allowed = 0;
+	int counts[64] = { 0 }, allowed = 0, kept = 0;
 	double total = 0, chi2 = 0;
 
 	ck_assert_int_le(n, 64);
 	for (int i = 0; i < DRAWS; i++) {
-		int32_t t = strata_sampler_sample(s, logits);
+		int acc = -1;
+		int32_t t = draft < 0 ? strata_sampler_sample(s, logits)
+				      : strata_sampler_verify(s, logits, draft, &acc);
 
 		ck_assert_int_ge(t, 0);
 		ck_assert_int_lt(t, n);
+		ck_assert(draft < 0 || acc == (t == draft));
+		kept += acc == 1;
 		counts[t]++;
 	}
 	for (int i = 0; i < n; i++)
 		total += want[i];
+	if (draft >= 0) { /* kept with probability p(draft): within 5 sigma of it */
+		double pd = want[draft] / total, sd = sqrt(DRAWS * pd * (1 - pd));
+
+		ck_assert_msg(fabs(kept - DRAWS * pd) <= 5 * sd + 1e-9,
+			      "draft %d kept %d times, expected %.0f", draft, kept, DRAWS * pd);
+	}
 	for (int i = 0; i < n; i++) {
 		double e = DRAWS * want[i] / total;
 
@@ -81,6 +91,12 @@ static void check_distribution(const struct strata_sampler_params *p, const floa
 	ck_assert_msg(chi2 < chi2_crit[allowed - 1], "chi-square %.2f >= %.2f (df %d)", chi2,
 		      chi2_crit[allowed - 1], allowed - 1);
 	strata_sampler_free(s);
+}
+
+static void check_distribution(const struct strata_sampler_params *p, const float *logits,
+			       int n, const double *want)
+{
+	check_drawn(p, logits, n, want, -1);
 }
 
 START_TEST(greedy_picks_argmax)
@@ -274,6 +290,43 @@ START_TEST(temperature_sharpens)
 }
 END_TEST
 
+/*
+ * Speculative sampling: whatever token was drafted (likely, unlikely, or one
+ * the filters drop), verify's tokens follow the chain's distribution and
+ * the draft is kept with its probability.
+ */
+START_TEST(verify_keeps_distribution)
+{
+	double probs[4] = { 0.4, 0.3, 0.2, 0.1 }, want2[4] = { 0.4, 0.3, 0, 0 };
+	struct strata_sampler_params p = defaults();
+	float l[4];
+
+	logits_of(probs, l, 4);
+	for (int32_t d = 0; d < 4; d++)
+		check_drawn(&p, l, 4, probs, d);
+	p.top_k = 2;
+	check_drawn(&p, l, 4, want2, 1);
+	check_drawn(&p, l, 4, want2, 3); /* filtered out: never kept, never drawn */
+}
+END_TEST
+
+START_TEST(verify_greedy)
+{
+	const float l[5] = { 0.1f, 2.0f, -1.0f, 2.0f, 0.5f };
+	struct strata_sampler_params p = defaults();
+	struct strata_sampler *s;
+	int acc = -1;
+
+	p.temp = 0.0f;
+	s = make(&p, 5);
+	for (int32_t d = 0; d < 5; d++) {
+		ck_assert_int_eq(strata_sampler_verify(s, l, d, &acc), 1); /* first of the tie */
+		ck_assert_int_eq(acc, d == 1);
+	}
+	strata_sampler_free(s);
+}
+END_TEST
+
 START_TEST(penalty_changes_argmax)
 {
 	struct strata_sampler_params p = defaults();
@@ -423,6 +476,8 @@ int main(void)
 	tcase_add_test(tc, top_k_keeps_k);
 	tcase_add_test(tc, min_p_drops_unlikely);
 	tcase_add_test(tc, temperature_sharpens);
+	tcase_add_test(tc, verify_keeps_distribution);
+	tcase_add_test(tc, verify_greedy);
 	tcase_add_test(tc, penalty_changes_argmax);
 	tcase_add_test(tc, large_vocab_sets);
 	tcase_add_test(tc, bad_params);

@@ -372,20 +372,30 @@ static int32_t top_p(struct cand *c, int32_t m, float p, float mx, int sorted)
 	return i;
 }
 
-int32_t strata_sampler_sample(struct strata_sampler *s, const float *logits)
+/*
+ * The chain up to the draw: the candidates left in s->cand[0..m) with their
+ * unnormalised probabilities in .v and *sum their total.  Returns m, or 0
+ * with *tok the token when there is nothing to draw (greedy; every logit
+ * masked or NaN).
+ */
+static int32_t weigh(struct strata_sampler *s, const float *logits, double *sum, int32_t *tok)
 {
 	const float *src = penalise(s, logits);
 	struct cand *c = s->cand;
 	int32_t m;
 	int sorted;
 	float mx;
-	double sum = 0, u, acc = 0;
 
-	if (!(s->p.temp > 0))
-		return argmax(src, s->n_vocab);
+	*sum = 0;
+	if (!(s->p.temp > 0)) {
+		*tok = argmax(src, s->n_vocab);
+		return 0;
+	}
 	m = candidates(s, src, &mx, &sorted);
-	if (m == 0 || (isinf(mx) && mx < 0))
-		return argmax(src, s->n_vocab); /* all masked (or NaN): nothing to draw from */
+	if (m == 0 || (isinf(mx) && mx < 0)) {
+		*tok = argmax(src, s->n_vocab); /* all masked (or NaN): nothing to draw from */
+		return 0;
+	}
 	if (s->p.top_p < 1.0f)
 		m = top_p(c, m, s->p.top_p, mx, sorted);
 	if (s->p.min_p > 0.0f) {
@@ -400,13 +410,53 @@ int32_t strata_sampler_sample(struct strata_sampler *s, const float *logits)
 	}
 	for (int32_t i = 0; i < m; i++) {
 		c[i].v = expf((c[i].v - mx) / s->p.temp);
-		sum += c[i].v;
+		*sum += c[i].v;
 	}
-	u = next_double(s->rng) * sum;
+	return m;
+}
+
+/* A draw from c[0..m) by weight (total sum), leaving out id `skip` (-1: none). */
+static int32_t draw(struct strata_sampler *s, int32_t m, double sum, int32_t skip)
+{
+	const struct cand *c = s->cand;
+	double u = next_double(s->rng) * sum, acc = 0;
+	int32_t last = -1;
+
 	for (int32_t i = 0; i < m; i++) {
+		if (c[i].id == skip)
+			continue;
 		acc += c[i].v;
+		last = c[i].id;
 		if (u < acc)
 			return c[i].id;
 	}
-	return c[m - 1].id; /* u within rounding of the total */
+	return last; /* u within rounding of the total */
+}
+
+int32_t strata_sampler_sample(struct strata_sampler *s, const float *logits)
+{
+	double sum;
+	int32_t tok, m = weigh(s, logits, &sum, &tok);
+
+	return m ? draw(s, m, sum, -1) : tok;
+}
+
+int32_t strata_sampler_verify(struct strata_sampler *s, const float *logits, int32_t draft,
+			      int *accepted)
+{
+	double sum, wd = 0;
+	int32_t tok, m = weigh(s, logits, &sum, &tok);
+
+	if (!m) {
+		*accepted = tok == draft;
+		return tok;
+	}
+	for (int32_t i = 0; i < m; i++)
+		if (s->cand[i].id == draft)
+			wd = s->cand[i].v;
+	*accepted = wd > 0 && next_double(s->rng) * sum < wd;
+	if (*accepted)
+		return draft;
+	/* The residual max(0, p - q) of a point-mass draft: p without the draft. */
+	return draw(s, m, sum - wd, wd > 0 ? draft : -1);
 }

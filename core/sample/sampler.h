@@ -59,6 +59,19 @@ void strata_sampler_accept(struct strata_sampler *s, int32_t tok);
  */
 int32_t strata_sampler_sample(struct strata_sampler *s, const float *logits);
 
+/*
+ * Speculative sampling's rule for a drafted token (a draft that proposes
+ * one token, probability 1): with probability p(draft) under the chain's
+ * distribution the draft is kept (*accepted = 1); otherwise the token is
+ * drawn from that distribution with the draft left out.  Either way the
+ * result is distributed exactly as strata_sampler_sample()'s would be, so
+ * verifying drafts never changes what the model generates, only how many
+ * forward passes it takes.  Greedy: the argmax, accepted when it is the
+ * draft.  Does not accept the token (as strata_sampler_sample()).
+ */
+int32_t strata_sampler_verify(struct strata_sampler *s, const float *logits, int32_t draft,
+			      int *accepted);
+
 /* The seed in use: params.seed, or the one drawn for STRATA_SAMPLER_SEED_RANDOM. */
 uint64_t strata_sampler_seed(const struct strata_sampler *s);
 
