@@ -122,9 +122,14 @@ AI void tile_float(int kind, int NR, int NT, const struct strata_mm_args *a,
 	UNROLL for (int j = 0; j < NR; j++)
 		UNROLL for (int u = 0; u < NT; u++)
 			acc[j][u] = acc2[j][u] = _mm512_setzero_ps();
-	/* Small tiles have too few accumulators to cover the FMA latency:
-	 * give them a second set over the odd vectors. */
-	if (NR * NT <= 4) {
+	/*
+	 * Tiles of one or two rows have too few accumulators to cover the FMA
+	 * latency: a second set takes the odd vectors.  Decided by the rows
+	 * alone, never by the tokens, so that a token's output is the same sum
+	 * in the same order in a batch of any size (one-token decode, a verify
+	 * window and a prompt chunk agree bit for bit).
+	 */
+	if (NR <= 2) {
 		for (; i + 32 <= k; i += 32) {
 			__m512 wa[MR], wb[MR];
 
