@@ -37,6 +37,8 @@ struct strata_stats {
 	uint32_t finish;     /* enum strata_finish */
 	uint32_t n_chunks;   /* forward passes the prompt took */
 	double ple_wait_ms;  /* qwen4exp: how long the PLE layer waited for its rows in the prompt */
+	/* speculative decoding ([spec] drafter): passes that verified drafts, drafts, kept drafts */
+	uint32_t n_windows, n_drafted, n_accepted;
 };
 
 /*

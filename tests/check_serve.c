@@ -350,7 +350,9 @@ static double metric(const char *name); /* below, with the queue tests */
 /*
  * A follow-up turn resumes from the first one's checkpoint: the answer is
  * what the strata command gives for the whole rendered conversation, and
- * /metrics counts the hit and the tokens not read again.
+ * /metrics counts the hit and the tokens not read again.  The server decodes
+ * in lookup-drafted windows, the command one token at a time: the same
+ * answer, and /metrics counts the drafts.
  */
 START_TEST(checkpoint_turns)
 {
@@ -365,8 +367,12 @@ START_TEST(checkpoint_turns)
 	struct resp r;
 	size_t plen;
 	cJSON *j, *req, *msgs;
+	/* decoded in lookup-drafted windows: still the one-token CLI's answer */
+	const char *const spec[] = { "--spec-drafter", "lookup", "--spec-window", "4",
+				     "--no-spec-adapt" };
+	double drafted, kept;
 
-	start_server(NULL, 0);
+	start_server(spec, 5);
 	http("POST", "/v1/chat/completions", NULL, "{\"messages\":[{\"role\":\"user\",\"content\":"
 	     "\"Tell me a story about a dog.\"}],\"max_tokens\":30,\"temperature\":0}", &r);
 	ck_assert_int_eq(r.status, 200);
@@ -412,7 +418,13 @@ START_TEST(checkpoint_turns)
 	ck_assert_msg(reused >= n1 - 1 && reused < n2, "reused %lld of %d (turn 1: %d)", reused,
 		      n2, n1);
 	ck_assert_int_eq((long long)metric("strata_prompt_tokens_total"), n1 + n2 - reused);
-	printf("checkpoint_turns: turn 2 of %d tokens resumed %lld\n", n2, reused);
+	drafted = metric("strata_spec_drafted_tokens_total");
+	kept = metric("strata_spec_accepted_tokens_total");
+	ck_assert_msg(drafted > 0 && kept <= drafted &&
+		      metric("strata_spec_windows_total") <= drafted,
+		      "spec metrics: %g drafted, %g kept", drafted, kept);
+	printf("checkpoint_turns: turn 2 of %d tokens resumed %lld; %g of %g drafts kept\n", n2,
+	       reused, kept, drafted);
 	stop_server();
 }
 END_TEST

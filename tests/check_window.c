@@ -631,7 +631,7 @@ START_TEST(bad_input)
 		const char *a[] = { "strata", "-m", model, "--spec-window", "0" };
 
 		expect_create_error(a, 5, "bad value '0' for --spec-window: expected an integer "
-				    "in [1, 256]");
+				    "in [1, 8]");
 	}
 	snprintf(ini, sizeof(ini), "%s/w.ini", dir);
 	snprintf(text, sizeof(text), "[model]\npath = %s\n[spec]\nwindow = 0\n", model);

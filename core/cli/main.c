@@ -112,6 +112,11 @@ static int run(int argc, char **argv)
 			"%.2f ms (%.1f tok/s)\n", st.n_prompt, st.prompt_ms,
 			st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen,
 			st.gen_ms, st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
+		if (st.n_windows) /* speculative decoding ([spec] drafter) */
+			fprintf(stderr, "drafts accepted %u of %u (%.0f%%), %.2f tokens per window\n",
+				st.n_accepted, st.n_drafted,
+				st.n_drafted ? 100.0 * st.n_accepted / st.n_drafted : 0.0,
+				(double)(st.n_windows + st.n_accepted) / st.n_windows);
 		if (e->ple) /* qwen4exp: how long the PLE layer waited for the SSD */
 			fprintf(stderr, "prefill %u tokens in %u chunks, %.2f ms (%.1f tok/s); PLE %.2f "
 				"ms\n", st.n_prompt - st.n_reused, st.n_chunks, st.prompt_ms,

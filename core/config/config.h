@@ -60,6 +60,9 @@ struct strata_config {
 
 	/* [spec] */
 	uint32_t spec_window; /* window = S (--spec-window): tokens per decode window */
+	int spec_drafter;     /* drafter = none|lookup (--spec-drafter): 0 no drafts, 1 prompt lookup */
+	uint32_t spec_ngram_min, spec_ngram_max; /* lookup's n-gram sizes (--spec-ngram-min/max) */
+	int spec_adapt;       /* adapt = BOOL (--[no-]spec-adapt): skip drafts that cost more than they save */
 
 	/* [io]: the io plugin that streams experts ([model] experts = stream) */
 	char *io_plugin;        /* plugin = NAME|auto (--io-plugin) */

@@ -75,8 +75,19 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("prompt", "short_read", UINT32, short_read, 0, UMAX, 0, "64", NULL, "--short-read", "N",
 	  NULL, "path-window reads prompt parts of at most N tokens; 0 = off (all batched)"),
 
-	K("spec", "window", UINT32, spec_window, 1, 256, 0, "4", NULL, "--spec-window", "S",
-	  NULL, "tokens per decode window (path-window reads S prompt tokens per step)"),
+	K("spec", "window", UINT32, spec_window, 1, 8, 0, "4", NULL, "--spec-window", "S",
+	  NULL, "tokens per decode window: a drafter's S-1 drafts verified in one pass; "
+	  "path-window reads S prompt tokens per step"),
+	K("spec", "drafter", CHOICE, spec_drafter, 0, 0, 0, "none", NULL, "--spec-drafter",
+	  "none|lookup", NULL, "who drafts decode windows: none (one token per pass) or lookup "
+	  "(the sequence's own earlier n-grams)"),
+	K("spec", "adapt", BOOL, spec_adapt, 0, 0, 0, "true", NULL, "--spec-adapt", NULL,
+	  "--no-spec-adapt", "draft less while verify windows cost more per kept token than "
+	  "one-token passes (measured as decode runs)"),
+	K("spec", "ngram_min", UINT32, spec_ngram_min, 1, 16, 0, "2", NULL, "--spec-ngram-min", "N",
+	  NULL, "lookup: the shortest n-gram that may propose a draft"),
+	K("spec", "ngram_max", UINT32, spec_ngram_max, 1, 16, 0, "4", NULL, "--spec-ngram-max", "N",
+	  NULL, "lookup: the longest n-gram looked for (longer matches win)"),
 
 	K("io", "plugin", STR, io_plugin, 0, 0, 0, "auto", NULL, "--io-plugin", "NAME",
 	  NULL, "io plugin that streams experts; auto = the best one this machine supports"),

@@ -137,6 +137,15 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	}
 	if ((rc = strata_config_prefill_chunk(c->prefill, &chunk)))
 		return rc;
+	if (c->spec_ngram_min > c->spec_ngram_max) {
+		const char *w = strata_config_where(c, "spec", "ngram_max");
+
+		if (!w)
+			w = strata_config_where(c, "spec", "ngram_min");
+		strata_error("%s: [spec] ngram_min (%u) is larger than ngram_max (%u)",
+			     w ? w : "config", c->spec_ngram_min, c->spec_ngram_max);
+		return -EINVAL;
+	}
 	if ((rc = strata_model_load_ex(c->model_path,
 				       c->model_experts ? STRATA_MODEL_STREAM_EXPERTS : 0,
 				       &e->model)) ||
@@ -166,7 +175,9 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 		return rc;
 	e->logits = calloc(n_vocab, sizeof(float));
 	e->hist = malloc((size_t)strata_seq_n_ctx(e->seq) * sizeof(int32_t));
-	if (!e->logits || !e->hist) {
+	if (c->spec_drafter && e->window > 1)
+		e->spec_rows = malloc((size_t)e->window * n_vocab * sizeof(float));
+	if (!e->logits || !e->hist || (c->spec_drafter && e->window > 1 && !e->spec_rows)) {
 		strata_error("out of memory for the logits");
 		return -ENOMEM;
 	}
@@ -231,6 +242,7 @@ void strata_engine_free(struct strata_engine *e)
 	strata_tokenizer_free(e->tok);
 	strata_model_free(e->model);
 	free(e->logits);
+	free(e->spec_rows);
 	free(e->dump);
 	free(e->prompt_text);
 	free(e->model_name);
@@ -299,8 +311,7 @@ int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids)
 
 /* ---- the engine as path plugins see it ------------------------------------- */
 
-/* Append n tokens to the sequence and the history; logits of the last one. */
-static int feed(struct strata_engine *e, const int32_t *tokens, uint32_t n)
+int strata_engine_feed(struct strata_engine *e, const int32_t *tokens, uint32_t n, float *rows)
 {
 	uint32_t pos = strata_seq_pos(e->seq), nv = e->model->hp.n_vocab;
 	int rc;
@@ -308,9 +319,9 @@ static int feed(struct strata_engine *e, const int32_t *tokens, uint32_t n)
 	/* Checked before each forward, so a cancel lands within one chunk or token. */
 	if (e->cancel && e->cancel(e->cancel_user))
 		return -ECANCELED;
-	if (e->dump) {
-		float *rows = e->dump + (size_t)pos * nv;
-
+	if (e->dump && !rows)
+		rows = e->dump + (size_t)pos * nv;
+	if (rows) {
 		rc = strata_forward(e->seq, tokens, n, rows, 1);
 		if (!rc)
 			memcpy(e->logits, rows + (size_t)(n - 1) * nv, nv * sizeof(float));
@@ -341,7 +352,7 @@ static int feed(struct strata_engine *e, const int32_t *tokens, uint32_t n)
 
 static int iface_forward_batch(void *engine, const int32_t *tokens, uint32_t n)
 {
-	return feed(engine, tokens, n);
+	return strata_engine_feed(engine, tokens, n, NULL);
 }
 
 /*
@@ -358,7 +369,7 @@ static int iface_forward_window(void *engine, const int32_t *tokens, uint32_t n)
 			     "([spec] window)", n, e->window);
 		return -EINVAL;
 	}
-	return feed(e, tokens, n);
+	return strata_engine_feed(e, tokens, n, NULL);
 }
 
 static uint32_t iface_window(void *engine)
@@ -459,13 +470,140 @@ static int prefill(struct strata_engine *e, const struct gen_run *r, uint32_t *r
 	return rc;
 }
 
+/* A generation's decode state, for keep(). */
+struct gen_state {
+	struct strata_engine *e;
+	const struct gen_run *r;
+	uint32_t n_gen, finish;
+};
+
+/*
+ * A token decode chose (sampled, or a kept draft): the end of generation,
+ * or counted and handed to the callback.  Non-zero when generation stops
+ * here, with g->finish set; the length budget is the caller's.
+ */
+static int keep(void *user, int32_t tok)
+{
+	struct gen_state *g = user;
+	char piece[256];
+	int len;
+
+	if (strata_tokenizer_is_eog(g->e->tok, tok)) {
+		g->finish = STRATA_FINISH_EOG;
+		return 1;
+	}
+	strata_sampler_accept(g->r->smp, tok);
+	g->n_gen++;
+	len = strata_token_to_piece(g->e->tok, tok, piece, sizeof(piece));
+	if (len < 0)
+		len = 0;
+	if (len > (int)sizeof(piece))
+		len = (int)sizeof(piece);
+	if (g->r->fn && g->r->fn(g->r->user, tok, piece, (size_t)len)) {
+		g->finish = STRATA_FINISH_CALLER;
+		return 1;
+	}
+	return 0;
+}
+
+/* keep(), and the stop at n_predict tokens (a window's drafts end there too). */
+static int keep_in_budget(void *user, int32_t tok)
+{
+	struct gen_state *g = user;
+
+	if (keep(user, tok))
+		return 1;
+	if (g->r->n_predict >= 0 && g->n_gen >= (uint32_t)g->r->n_predict) {
+		g->finish = STRATA_FINISH_LENGTH;
+		return 1;
+	}
+	return 0;
+}
+
+/* The caller's look at a row's logits (the server's steering) before it is verified. */
+static int row_hook(void *user, float *logits, int32_t n_vocab)
+{
+	struct gen_state *g = user;
+
+	if (g->r->logits(g->r->user, logits, n_vocab)) {
+		g->finish = STRATA_FINISH_CALLER;
+		return 1;
+	}
+	return 0;
+}
+
+/* Drafts for the window after tok: within the context, the budget and the window. */
+static uint32_t window_drafts(struct gen_state *g, int32_t tok, int32_t *draft)
+{
+	struct strata_engine *e = g->e;
+	uint32_t room = strata_seq_n_ctx(e->seq) - strata_seq_pos(e->seq) - 1, max = e->window - 1;
+
+	if (e->dump) /* the dump's rows are one-token decoding's */
+		return 0;
+	if (max > room)
+		max = room;
+	if (g->r->n_predict >= 0 && max > (uint32_t)g->r->n_predict - g->n_gen)
+		max = (uint32_t)g->r->n_predict - g->n_gen;
+	return strata_spec_draft(e, tok, draft, max);
+}
+
+static int decode(struct gen_state *g, struct strata_spec_run *sr)
+{
+	struct strata_engine *e = g->e;
+	const struct gen_run *r = g->r;
+	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
+	const struct strata_spec_hooks h = { r->logits ? row_hook : NULL, keep_in_budget, g };
+	int32_t draft[STRATA_SPEC_MAX_WINDOW];
+
+	for (;;) {
+		int32_t tok;
+		uint32_t k, kept;
+		double t0;
+		int rc;
+
+		if (r->n_predict >= 0 && g->n_gen >= (uint32_t)r->n_predict)
+			return 0;
+		if (sr->has_next) {
+			tok = sr->next;
+			sr->has_next = 0;
+		} else {
+			if (r->logits && r->logits(r->user, e->logits, (int32_t)e->model->hp.n_vocab)) {
+				g->finish = STRATA_FINISH_CALLER;
+				return 0;
+			}
+			tok = strata_sampler_sample(r->smp, e->logits);
+		}
+		if (keep(g, tok))
+			return 0;
+		if (strata_seq_pos(e->seq) >= n_ctx) {
+			strata_info("context of %u tokens is full: stopping", n_ctx);
+			g->finish = STRATA_FINISH_CTX;
+			return 0;
+		}
+		/* The last token is fed only when its logits are wanted (the dump). */
+		if (!e->dump && r->n_predict >= 0 && g->n_gen >= (uint32_t)r->n_predict)
+			return 0;
+		k = window_drafts(g, tok, draft);
+		t0 = now_ms();
+		kept = sr->accepted;
+		rc = k ? strata_spec_window(e, sr, tok, draft, k, &h)
+		       : iface_forward_window(e, &tok, 1);
+		if (rc < 0)
+			return rc;
+		if (e->spec_rows)
+			strata_spec_note(e, now_ms() - t0, 1 + sr->accepted - kept, k > 0);
+		if (rc > 0)
+			return 0;
+	}
+}
+
 static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct strata_stats *stats)
 {
-	uint32_t n_ctx = strata_seq_n_ctx(e->seq), n_gen = 0, reused = 0;
-	uint32_t finish = STRATA_FINISH_LENGTH;
+	struct gen_state g = { e, r, 0, STRATA_FINISH_LENGTH };
+	struct strata_spec_run sr = { .smp = r->smp };
+	uint32_t reused = 0;
 	double t0, t1, ple0, ple1;
 	uint64_t f0, f1, ple_chunks;
-	char piece[256];
 	int rc;
 
 	strata_ctx_ple_waited(e->ctx, &ple0, &ple_chunks);
@@ -476,58 +614,30 @@ static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct str
 	t1 = now_ms();
 	f1 = strata_ctx_forwards(e->ctx);
 	strata_ctx_ple_waited(e->ctx, &ple1, &ple_chunks);
-	for (;;) {
-		int32_t tok;
-		int len;
-
-		if (r->n_predict >= 0 && n_gen >= (uint32_t)r->n_predict)
-			break;
-		if (r->logits && r->logits(r->user, e->logits, (int32_t)e->model->hp.n_vocab)) {
-			finish = STRATA_FINISH_CALLER;
-			break;
-		}
-		tok = strata_sampler_sample(r->smp, e->logits);
-		if (strata_tokenizer_is_eog(e->tok, tok)) {
-			finish = STRATA_FINISH_EOG;
-			break;
-		}
-		strata_sampler_accept(r->smp, tok);
-		n_gen++;
-		len = strata_token_to_piece(e->tok, tok, piece, sizeof(piece));
-		if (len < 0)
-			len = 0;
-		if (len > (int)sizeof(piece))
-			len = (int)sizeof(piece);
-		if (r->fn && r->fn(r->user, tok, piece, (size_t)len)) {
-			finish = STRATA_FINISH_CALLER;
-			break;
-		}
-		if (strata_seq_pos(e->seq) >= n_ctx) {
-			strata_info("context of %u tokens is full: stopping", n_ctx);
-			finish = STRATA_FINISH_CTX;
-			break;
-		}
-		/* The last token is fed only when its logits are wanted (the dump). */
-		if (!e->dump && r->n_predict >= 0 && n_gen >= (uint32_t)r->n_predict)
-			break;
-		rc = iface_forward_window(e, &tok, 1);
-		if (rc)
-			return rc;
-	}
+	if (e->spec_rows && strata_seq_recurrent(e->seq) &&
+	    (rc = strata_seq_snapshot_create(e->seq, &sr.snap)))
+		return rc;
+	rc = decode(&g, &sr);
+	strata_seq_snapshot_free(sr.snap);
+	if (rc)
+		return rc;
 	/* A completed turn: a follow-up prompt resumes here. */
 	if (e->ckpts)
 		(void)strata_ckpts_save(e->ckpts, e->hist, e->n_hist);
 	if (stats) {
 		stats->n_prompt = r->n_prompt;
-		stats->n_gen = n_gen;
+		stats->n_gen = g.n_gen;
 		stats->prompt_ms = t1 - t0;
 		stats->gen_ms = now_ms() - t1;
 		stats->n_reused = reused;
-		stats->finish = finish;
+		stats->finish = g.finish;
 		stats->n_chunks = (uint32_t)(f1 - f0);
 		stats->ple_wait_ms = ple1 - ple0;
+		stats->n_windows = sr.windows;
+		stats->n_drafted = sr.drafted;
+		stats->n_accepted = sr.accepted;
 	}
-	return (int)n_gen;
+	return (int)g.n_gen;
 }
 
 int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,

@@ -46,6 +46,9 @@ struct strata_engine {
 	struct strata_ckpts *ckpts;     /* turn checkpoints; NULL when [serve] checkpoints = 0 */
 	int ckpt_reread;                /* STRATA_CKPT_REREAD: checkpoints only split prompts */
 	uint32_t window;                /* tokens per decode window: [spec] window, <= max batch */
+	float *spec_rows;               /* [window][n_vocab]: a verify pass's logits; NULL: no drafter */
+	double spec_ms_one, spec_ms_win; /* decode's ms per token: one-token passes, verify windows */
+	uint32_t spec_probe;            /* drafts skipped since windows last cost more */
 	struct strata_xstore *xs;       /* streamed experts ([model] experts = stream), or NULL */
 	struct strata_ple_reader *ple;  /* qwen4exp's PLE table reader ([ple]), or NULL */
 };
@@ -56,6 +59,57 @@ struct strata_engine {
  */
 int strata_engine_create(struct strata_config *cfg, const char *argv0,
 			 struct strata_engine **out);
+
+/*
+ * Append n tokens to the sequence and its history; e->logits gets the last
+ * one's logits, and rows (when not NULL) all n rows.  0 or -errno (logged
+ * by whoever failed; the engine may have fallen back to the CPU).
+ */
+int strata_engine_feed(struct strata_engine *e, const int32_t *tokens, uint32_t n, float *rows);
+
+/* ---- speculative decoding (spec.c) ---- */
+
+#define STRATA_SPEC_MAX_WINDOW 8 /* [spec] window's upper bound */
+
+/* What one generation's decode loop carries across windows. */
+struct strata_spec_run {
+	struct strata_sampler *smp;
+	struct strata_seq_snapshot *snap; /* recurrent models: the state before a window */
+	int32_t next;                     /* a token already chosen (a rejected draft's replacement) */
+	int has_next;
+	uint32_t windows, drafted, accepted;
+};
+
+/*
+ * Drafts for the window that starts with tok (sampled, kept, not yet fed):
+ * at most max tokens into draft; 0 when the engine drafts nothing, or when
+ * windows have been costing more per committed token than one-token passes
+ * (then one opportunity in 16 still drafts, to measure again).
+ */
+uint32_t strata_spec_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint32_t max);
+
+/* A decode pass took ms and committed n tokens (window: it verified drafts). */
+void strata_spec_note(struct strata_engine *e, double ms, uint32_t n, int window);
+
+/* What the decode loop does with a verify window's rows and kept drafts. */
+struct strata_spec_hooks {
+	int (*row)(void *user, float *logits, int32_t n_vocab); /* before a row is verified (may
+								 * change it); non-zero stops */
+	int (*keep)(void *user, int32_t t); /* a kept draft; non-zero stops */
+	void *user;
+};
+
+/*
+ * Feed [tok, draft[0..k)) in one pass and verify the drafts in order with
+ * the sampler (strata_sampler_verify), each against its row as h->row left
+ * it; h->keep is called for each kept draft.  A rejected draft's
+ * replacement goes to sr->next.  The rows after the kept ones are rolled
+ * back: cut for attention, the snapshot restored and the kept prefix fed
+ * again for recurrent states.  Returns 1 when a hook stopped, 0 to go on,
+ * or -errno (logged).
+ */
+int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int32_t tok,
+		       const int32_t *draft, uint32_t k, const struct strata_spec_hooks *h);
 
 /*
  * Make e->ctx for batches of max_batch tokens and sequences of n_ctx

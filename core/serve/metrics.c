@@ -49,6 +49,16 @@ void strata_metrics_experts(struct strata_metrics *m, const struct strata_expert
 	pthread_mutex_unlock(&m->lock);
 }
 
+void strata_metrics_spec(struct strata_metrics *m, uint32_t windows, uint32_t drafted,
+			 uint32_t accepted)
+{
+	pthread_mutex_lock(&m->lock);
+	m->spec_windows += windows;
+	m->spec_drafted += drafted;
+	m->spec_accepted += accepted;
+	pthread_mutex_unlock(&m->lock);
+}
+
 void strata_metrics_generation(struct strata_metrics *m, uint32_t n_prompt, uint32_t n_gen,
 			       double prompt_ms, double gen_ms, uint32_t n_reused,
 			       double ttft_s, int cancelled)
@@ -141,6 +151,17 @@ void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 	       "Generation speed of the last generation.");
 	strata_buf_printf(out, "strata_decode_tokens_per_second %.3f\n", m->decode_tps);
 	render_ttft(m, out);
+	family(out, "strata_spec_windows_total", "counter",
+	       "Forward passes that verified drafted tokens ([spec] drafter).");
+	strata_buf_printf(out, "strata_spec_windows_total %llu\n",
+			  (unsigned long long)m->spec_windows);
+	family(out, "strata_spec_drafted_tokens_total", "counter", "Tokens drafted for verification.");
+	strata_buf_printf(out, "strata_spec_drafted_tokens_total %llu\n",
+			  (unsigned long long)m->spec_drafted);
+	family(out, "strata_spec_accepted_tokens_total", "counter",
+	       "Drafted tokens the model kept.");
+	strata_buf_printf(out, "strata_spec_accepted_tokens_total %llu\n",
+			  (unsigned long long)m->spec_accepted);
 	family(out, "strata_checkpoint_hits_total", "counter",
 	       "Requests that resumed from a turn checkpoint instead of re-reading the prompt.");
 	strata_buf_printf(out, "strata_checkpoint_hits_total %llu\n", (unsigned long long)m->ckpt_hits);

@@ -25,6 +25,7 @@ struct strata_metrics {
 	double ttft_sum;
 	uint64_t ttft_n;
 	uint64_t failed;              /* generations the engine failed (500) */
+	uint64_t spec_windows, spec_drafted, spec_accepted; /* speculative decoding's totals */
 	int experts;                  /* streamed experts: xs holds their totals */
 	struct strata_expert_stats xs;
 };
@@ -55,6 +56,10 @@ void strata_metrics_generation(struct strata_metrics *m, uint32_t n_prompt, uint
  * Append the Prometheus text exposition (format 0.0.4) to out; queued and
  * busy are the queue's state now.
  */
+/* A generation's verify windows, drafted tokens and kept drafts ([spec] drafter). */
+void strata_metrics_spec(struct strata_metrics *m, uint32_t windows, uint32_t drafted,
+			 uint32_t accepted);
+
 void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 			   struct strata_buf *out);
 

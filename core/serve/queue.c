@@ -315,9 +315,12 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 		pthread_mutex_unlock(&j->lock);
 		/* Resumed tokens (a turn checkpoint) cost nothing: the rate is of those read. */
 		strata_info("serve: %s: prompt %u tokens (%u resumed, %.1f tok/s), generated %u "
-			    "tokens (%.1f tok/s), finish %s", j->id, st.n_prompt, st.n_reused,
+			    "tokens (%.1f tok/s), finish %s; drafts accepted %u of %u in %u windows",
+			    j->id, st.n_prompt, st.n_reused,
 			    st.prompt_ms > 0 ? (st.n_prompt - st.n_reused) * 1e3 / st.prompt_ms : 0.0,
-			    st.n_gen, st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, finish);
+			    st.n_gen, st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, finish,
+			    st.n_accepted, st.n_drafted, st.n_windows);
+		strata_metrics_spec(&s->metrics, st.n_windows, st.n_drafted, st.n_accepted);
 	} else if (cancelled) {
 		strata_info("serve: %s: stopped after %u tokens: the client went away or the "
 			    "server stops", j->id, j->n_gen);
