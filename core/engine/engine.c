@@ -404,15 +404,6 @@ static int read_part(struct strata_engine *e, const int32_t *prompt, uint32_t fr
 }
 
 /* One generation: the prompt, then sampled tokens until a stop. */
-struct gen_run {
-	const int32_t *prompt;
-	uint32_t n_prompt;
-	int32_t n_predict;
-	struct strata_sampler *smp;
-	strata_token_fn fn;
-	void *user;
-	int (*logits)(void *user, float *logits, int32_t n_vocab); /* before sampling, or NULL */
-};
 
 static int check_prompt(const struct strata_engine *e, uint32_t n_prompt)
 {
@@ -437,7 +428,7 @@ static int check_prompt(const struct strata_engine *e, uint32_t n_prompt)
  * turn checkpoint inside the prompt, then what follows it (the new turn), so
  * each part picks its own path.
  */
-static int prefill(struct strata_engine *e, const struct gen_run *r, uint32_t *reused)
+static int prefill(struct strata_engine *e, const struct strata_gen_run *r, uint32_t *reused)
 {
 	struct strata_resume res = { 0 };
 	uint32_t n = r->n_prompt;
@@ -470,136 +461,9 @@ static int prefill(struct strata_engine *e, const struct gen_run *r, uint32_t *r
 	return rc;
 }
 
-/* A generation's decode state, for keep(). */
-struct gen_state {
-	struct strata_engine *e;
-	const struct gen_run *r;
-	uint32_t n_gen, finish;
-};
-
-/*
- * A token decode chose (sampled, or a kept draft): the end of generation,
- * or counted and handed to the callback.  Non-zero when generation stops
- * here, with g->finish set; the length budget is the caller's.
- */
-static int keep(void *user, int32_t tok)
+static int gen_loop(struct strata_engine *e, const struct strata_gen_run *r, struct strata_stats *stats)
 {
-	struct gen_state *g = user;
-	char piece[256];
-	int len;
-
-	if (strata_tokenizer_is_eog(g->e->tok, tok)) {
-		g->finish = STRATA_FINISH_EOG;
-		return 1;
-	}
-	strata_sampler_accept(g->r->smp, tok);
-	g->n_gen++;
-	len = strata_token_to_piece(g->e->tok, tok, piece, sizeof(piece));
-	if (len < 0)
-		len = 0;
-	if (len > (int)sizeof(piece))
-		len = (int)sizeof(piece);
-	if (g->r->fn && g->r->fn(g->r->user, tok, piece, (size_t)len)) {
-		g->finish = STRATA_FINISH_CALLER;
-		return 1;
-	}
-	return 0;
-}
-
-/* keep(), and the stop at n_predict tokens (a window's drafts end there too). */
-static int keep_in_budget(void *user, int32_t tok)
-{
-	struct gen_state *g = user;
-
-	if (keep(user, tok))
-		return 1;
-	if (g->r->n_predict >= 0 && g->n_gen >= (uint32_t)g->r->n_predict) {
-		g->finish = STRATA_FINISH_LENGTH;
-		return 1;
-	}
-	return 0;
-}
-
-/* The caller's look at a row's logits (the server's steering) before it is verified. */
-static int row_hook(void *user, float *logits, int32_t n_vocab)
-{
-	struct gen_state *g = user;
-
-	if (g->r->logits(g->r->user, logits, n_vocab)) {
-		g->finish = STRATA_FINISH_CALLER;
-		return 1;
-	}
-	return 0;
-}
-
-/* Drafts for the window after tok: within the context, the budget and the window. */
-static uint32_t window_drafts(struct gen_state *g, int32_t tok, int32_t *draft)
-{
-	struct strata_engine *e = g->e;
-	uint32_t room = strata_seq_n_ctx(e->seq) - strata_seq_pos(e->seq) - 1, max = e->window - 1;
-
-	if (e->dump) /* the dump's rows are one-token decoding's */
-		return 0;
-	if (max > room)
-		max = room;
-	if (g->r->n_predict >= 0 && max > (uint32_t)g->r->n_predict - g->n_gen)
-		max = (uint32_t)g->r->n_predict - g->n_gen;
-	return strata_spec_draft(e, tok, draft, max);
-}
-
-static int decode(struct gen_state *g, struct strata_spec_run *sr)
-{
-	struct strata_engine *e = g->e;
-	const struct gen_run *r = g->r;
-	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
-	const struct strata_spec_hooks h = { r->logits ? row_hook : NULL, keep_in_budget, g };
-	int32_t draft[STRATA_SPEC_MAX_WINDOW];
-
-	for (;;) {
-		int32_t tok;
-		uint32_t k, kept;
-		double t0;
-		int rc;
-
-		if (r->n_predict >= 0 && g->n_gen >= (uint32_t)r->n_predict)
-			return 0;
-		if (sr->has_next) {
-			tok = sr->next;
-			sr->has_next = 0;
-		} else {
-			if (r->logits && r->logits(r->user, e->logits, (int32_t)e->model->hp.n_vocab)) {
-				g->finish = STRATA_FINISH_CALLER;
-				return 0;
-			}
-			tok = strata_sampler_sample(r->smp, e->logits);
-		}
-		if (keep(g, tok))
-			return 0;
-		if (strata_seq_pos(e->seq) >= n_ctx) {
-			strata_info("context of %u tokens is full: stopping", n_ctx);
-			g->finish = STRATA_FINISH_CTX;
-			return 0;
-		}
-		/* The last token is fed only when its logits are wanted (the dump). */
-		if (!e->dump && r->n_predict >= 0 && g->n_gen >= (uint32_t)r->n_predict)
-			return 0;
-		k = window_drafts(g, tok, draft);
-		t0 = now_ms();
-		kept = sr->accepted;
-		rc = k ? strata_spec_window(e, sr, tok, draft, k, &h)
-		       : iface_forward_window(e, &tok, 1);
-		if (rc < 0)
-			return rc;
-		if (e->spec_rows)
-			strata_spec_note(e, now_ms() - t0, 1 + sr->accepted - kept, k > 0);
-		if (rc > 0)
-			return 0;
-	}
-}
-
-static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct strata_stats *stats)
-{
-	struct gen_state g = { e, r, 0, STRATA_FINISH_LENGTH };
+	struct strata_gen_state g = { e, r, 0, STRATA_FINISH_LENGTH };
 	struct strata_spec_run sr = { .smp = r->smp };
 	uint32_t reused = 0;
 	double t0, t1, ple0, ple1;
@@ -617,7 +481,7 @@ static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct str
 	if (e->spec_rows && strata_seq_recurrent(e->seq) &&
 	    (rc = strata_seq_snapshot_create(e->seq, &sr.snap)))
 		return rc;
-	rc = decode(&g, &sr);
+	rc = strata_engine_decode(&g, &sr);
 	strata_seq_snapshot_free(sr.snap);
 	if (rc)
 		return rc;
@@ -643,7 +507,7 @@ static int gen_loop(struct strata_engine *e, const struct gen_run *r, struct str
 int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
 		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats)
 {
-	struct gen_run r = {
+	struct strata_gen_run r = {
 		.prompt = prompt, .n_prompt = n_prompt, .n_predict = n_predict,
 		.smp = e->sampler, .fn = fn, .user = user,
 	};
@@ -719,7 +583,7 @@ int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t 
 		.repeat_penalty = p->repeat_penalty, .repeat_last_n = p->repeat_last_n,
 		.seed = p->seed,
 	};
-	struct gen_run r = {
+	struct strata_gen_run r = {
 		.prompt = prompt, .n_prompt = n_prompt, .n_predict = p->n_predict,
 		.fn = fn, .user = user, .logits = p->logits,
 	};

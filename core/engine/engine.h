@@ -67,7 +67,25 @@ int strata_engine_create(struct strata_config *cfg, const char *argv0,
  */
 int strata_engine_feed(struct strata_engine *e, const int32_t *tokens, uint32_t n, float *rows);
 
-/* ---- speculative decoding (spec.c) ---- */
+/* ---- decode (decode.c) ---- */
+
+/* One generation's request, as strata_generate() and _ex() put it. */
+struct strata_gen_run {
+	const int32_t *prompt;
+	uint32_t n_prompt;
+	int32_t n_predict;
+	struct strata_sampler *smp;
+	strata_token_fn fn;
+	void *user;
+	int (*logits)(void *user, float *logits, int32_t n_vocab); /* before sampling, or NULL */
+};
+
+/* A generation's decode state. */
+struct strata_gen_state {
+	struct strata_engine *e;
+	const struct strata_gen_run *r;
+	uint32_t n_gen, finish; /* tokens generated; enum strata_finish */
+};
 
 #define STRATA_SPEC_MAX_WINDOW 8 /* [spec] window's upper bound */
 
@@ -110,6 +128,14 @@ struct strata_spec_hooks {
  */
 int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int32_t tok,
 		       const int32_t *draft, uint32_t k, const struct strata_spec_hooks *h);
+
+/*
+ * Decode after the prompt (e->logits hold its last row) until the budget,
+ * an end-of-generation token, a full context or a callback stops it:
+ * g->n_gen and g->finish say which.  Drafts when the engine has a drafter
+ * (sr carries the windows' state and figures).  0 or -errno (logged).
+ */
+int strata_engine_decode(struct strata_gen_state *g, struct strata_spec_run *sr);
 
 /*
  * Make e->ctx for batches of max_batch tokens and sequences of n_ctx

@@ -1,5 +1,6 @@
 /*
- * spec.c - speculative decoding through verify windows.
+ * decode.c - decode: a token a forward pass, or verify windows (speculative
+ * decoding).
  *
  * A window is the token decode has just chosen plus up to S-1 drafts, fed
  * in one forward pass with every row's logits kept.  Row i is what the
@@ -22,6 +23,8 @@
 
 #include "sample/draft.h"
 #include "sample/sampler.h"
+#include "tok/tokenizer.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /*
@@ -125,4 +128,127 @@ int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int3
 		return rc;
 	}
 	return stop;
+}
+
+/* ---- the decode loop -------------------------------------------------------- */
+
+
+/*
+ * A token decode chose (sampled, or a kept draft): the end of generation,
+ * or counted and handed to the callback.  Non-zero when generation stops
+ * here, with g->finish set; the length budget is the caller's.
+ */
+static int keep(void *user, int32_t tok)
+{
+	struct strata_gen_state *g = user;
+	char piece[256];
+	int len;
+
+	if (strata_tokenizer_is_eog(g->e->tok, tok)) {
+		g->finish = STRATA_FINISH_EOG;
+		return 1;
+	}
+	strata_sampler_accept(g->r->smp, tok);
+	g->n_gen++;
+	len = strata_token_to_piece(g->e->tok, tok, piece, sizeof(piece));
+	if (len < 0)
+		len = 0;
+	if (len > (int)sizeof(piece))
+		len = (int)sizeof(piece);
+	if (g->r->fn && g->r->fn(g->r->user, tok, piece, (size_t)len)) {
+		g->finish = STRATA_FINISH_CALLER;
+		return 1;
+	}
+	return 0;
+}
+
+/* keep(), and the stop at n_predict tokens (a window's drafts end there too). */
+static int keep_in_budget(void *user, int32_t tok)
+{
+	struct strata_gen_state *g = user;
+
+	if (keep(user, tok))
+		return 1;
+	if (g->r->n_predict >= 0 && g->n_gen >= (uint32_t)g->r->n_predict) {
+		g->finish = STRATA_FINISH_LENGTH;
+		return 1;
+	}
+	return 0;
+}
+
+/* The caller's look at a row's logits (the server's steering) before it is verified. */
+static int row_hook(void *user, float *logits, int32_t n_vocab)
+{
+	struct strata_gen_state *g = user;
+
+	if (g->r->logits(g->r->user, logits, n_vocab)) {
+		g->finish = STRATA_FINISH_CALLER;
+		return 1;
+	}
+	return 0;
+}
+
+/* Drafts for the window after tok: within the context, the budget and the window. */
+static uint32_t window_drafts(struct strata_gen_state *g, int32_t tok, int32_t *draft)
+{
+	struct strata_engine *e = g->e;
+	uint32_t room = strata_seq_n_ctx(e->seq) - strata_seq_pos(e->seq) - 1, max = e->window - 1;
+
+	if (e->dump) /* the dump's rows are one-token decoding's */
+		return 0;
+	if (max > room)
+		max = room;
+	if (g->r->n_predict >= 0 && max > (uint32_t)g->r->n_predict - g->n_gen)
+		max = (uint32_t)g->r->n_predict - g->n_gen;
+	return strata_spec_draft(e, tok, draft, max);
+}
+
+int strata_engine_decode(struct strata_gen_state *g, struct strata_spec_run *sr)
+{
+	struct strata_engine *e = g->e;
+	const struct strata_gen_run *r = g->r;
+	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
+	const struct strata_spec_hooks h = { r->logits ? row_hook : NULL, keep_in_budget, g };
+	int32_t draft[STRATA_SPEC_MAX_WINDOW];
+
+	for (;;) {
+		int32_t tok;
+		uint32_t k, kept;
+		double t0;
+		int rc;
+
+		if (r->n_predict >= 0 && g->n_gen >= (uint32_t)r->n_predict)
+			return 0;
+		if (sr->has_next) {
+			tok = sr->next;
+			sr->has_next = 0;
+		} else {
+			if (r->logits && r->logits(r->user, e->logits, (int32_t)e->model->hp.n_vocab)) {
+				g->finish = STRATA_FINISH_CALLER;
+				return 0;
+			}
+			tok = strata_sampler_sample(r->smp, e->logits);
+		}
+		if (keep(g, tok))
+			return 0;
+		if (strata_seq_pos(e->seq) >= n_ctx) {
+			strata_info("context of %u tokens is full: stopping", n_ctx);
+			g->finish = STRATA_FINISH_CTX;
+			return 0;
+		}
+		/* The last token is fed only when its logits are wanted (the dump). */
+		if (!e->dump && r->n_predict >= 0 && g->n_gen >= (uint32_t)r->n_predict)
+			return 0;
+		k = window_drafts(g, tok, draft);
+		t0 = strata_now_ns() / 1e6;
+		kept = sr->accepted;
+		rc = k ? strata_spec_window(e, sr, tok, draft, k, &h)
+		       : strata_engine_feed(e, &tok, 1, NULL);
+		if (rc < 0)
+			return rc;
+		if (e->spec_rows)
+			strata_spec_note(e, strata_now_ns() / 1e6 - t0, 1 + sr->accepted - kept, k > 0);
+		if (rc > 0)
+			return 0;
+	}
 }
