@@ -132,7 +132,6 @@ int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int3
 
 /* ---- the decode loop -------------------------------------------------------- */
 
-
 /*
  * A token decode chose (sampled, or a kept draft): the end of generation,
  * or counted and handed to the callback.  Non-zero when generation stops
