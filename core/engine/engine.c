@@ -403,8 +403,6 @@ static int read_part(struct strata_engine *e, const int32_t *prompt, uint32_t fr
 	return strata_path_list_run(e->paths, &part, &eng);
 }
 
-/* One generation: the prompt, then sampled tokens until a stop. */
-
 static int check_prompt(const struct strata_engine *e, uint32_t n_prompt)
 {
 	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
