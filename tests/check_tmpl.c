@@ -69,6 +69,9 @@ START_TEST(test_basics)
 	       "{\"xs\":[1,2.5,\"a\"]}", "1,2.5,a");
 	expect("{{ x | tojson }}", "{\"x\":{\"a\":[true,null]}}", "{\"a\": [true, null]}");
 	expect("{{ strftime_now('%Y') }}", NULL, "1970");
+	/* The one integer pair whose remainder traps in C. */
+	expect("{{ (-9223372036854775807 - 1) is divisibleby(-1) }}", NULL, "True");
+	expect("{{ (-9223372036854775807 - 1) % -1 }}", NULL, "0");
 }
 END_TEST
 
@@ -83,6 +86,8 @@ START_TEST(test_syntax_errors)
 	expect_error("{{ (1 }}", NULL, NULL, 1, "unexpected");
 	expect_error("{% for x in y recursive %}{% endfor %}", NULL, NULL, 1, "recursive");
 	expect_error("{% continue %}", NULL, NULL, 1, "outside loop");
+	expect_error("{{ [1, 2][0:1, 1] }}", NULL, NULL, 1, "only subscript");
+	expect_error("{{ x[1, ::2] }}", NULL, NULL, 1, "only subscript");
 }
 END_TEST
 

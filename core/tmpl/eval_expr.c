@@ -369,8 +369,12 @@ static int int_arith(struct tctx *c, int op, int64_t x, int64_t y, struct tval *
 	case OP_MOD:
 		if (y == 0)
 			return terr(c, "integer division or modulo by zero");
-		if (x == INT64_MIN && y == -1)
-			break;
+		if (x == INT64_MIN && y == -1) {
+			if (op == OP_FLOORDIV)
+				break; /* 2**63: past int64, as Python's ints are not */
+			*out = tv_int(0);
+			return 0;
+		}
 		r = x / y;
 		if ((x % y != 0) && ((x < 0) != (y < 0)))
 			r--; /* Python floors */

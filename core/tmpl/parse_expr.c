@@ -665,6 +665,11 @@ static struct node *parse_subscript(struct parser *P, struct node *obj)
 			args.v[0]->obj = obj;
 			return args.v[0];
 		}
+		/* Python makes x[a:b, c] a tuple of slice objects, which no
+		 * sequence or mapping a template sees accepts as a key. */
+		for (uint32_t i = 0; i < args.n; i++)
+			if (args.v[i]->kind == E_SLICE)
+				return pfail(P, t, "a slice must be the only subscript"), NULL;
 		if (!(x = pnode(P, E_ITEM, t->line)))
 			return NULL;
 		x->a = obj;

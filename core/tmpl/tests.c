@@ -127,7 +127,7 @@ static int kind_test(const char *name, struct tval v, int *out)
 int tmpl_test(struct tctx *c, const char *name, struct tval v, struct targs *a, int *out)
 {
 	struct tval arg;
-	int64_t n, d;
+	int64_t n = 0, d = 0;
 
 	if (kind_test(name, v, out))
 		return 0;
@@ -149,7 +149,7 @@ int tmpl_test(struct tctx *c, const char *name, struct tval v, struct targs *a, 
 			return -1;
 		if (!d)
 			return terr(c, "integer division or modulo by zero");
-		*out = n % d == 0;
+		*out = d == -1 || n % d == 0; /* INT64_MIN % -1 traps */
 		return 0;
 	}
 	if (!strcmp(name, "in"))
