@@ -217,7 +217,7 @@ static double mtp_diff(const char *prompt, uint32_t chunk, uint32_t pos0)
 		uint32_t k = rows - i < chunk ? rows - i : chunk;
 
 		ck_assert_int_eq(strata_forward(r.s, g.tokens + i, k, trunk + (size_t)i * nv, 1), 0);
-		ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + i + 1, k, pos0 + i,
+		ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + i + 1, NULL, k, pos0 + i, k,
 						mtp + (size_t)i * nv), 0);
 	}
 	d = tu_max_abs_diff(mtp, mg.logits, (size_t)rows * nv);
@@ -242,6 +242,51 @@ START_TEST(mtp_block)
 		ck_assert_msg(batch <= 1e-3 && step <= 1e-3 && odd <= 1e-3 && late > 1e-2,
 			      "syn-qwen4exp-mtp-f32.%s.mtp", g_prompts[pi]);
 	}
+}
+END_TEST
+
+/*
+ * The block fed saved hidden rows (strata_mtp_hidden) one at a time with
+ * only the last row's logits, as the MTP drafter runs it: the trunk reads
+ * the whole prompt first, so every row's input comes from the copy, none
+ * from the workspace.
+ */
+START_TEST(mtp_block_from_saved_rows)
+{
+	struct slog g, mg;
+	struct rig r;
+	uint32_t rows;
+	size_t nv, wd;
+	float *trunk, *hid, *mtp;
+
+	read_golden("syn-qwen4exp-mtp-f32", "story", &g);
+	ck_assert_int_eq(slog_read(tu_shared_or_skip("golden/syn-qwen4exp-mtp-f32.story.mtp.slog"),
+				   &mg), 0);
+	rig_open(&r, "syn-qwen4exp-mtp-f32", 512, 2);
+	nv = r.m->hp.n_vocab;
+	wd = strata_mtp_width(r.m);
+	rows = mg.n_prompt + mg.n_gen;
+	ck_assert_uint_eq(wd, (size_t)r.m->hp.n_embd * r.m->hp.q4x.hc);
+	trunk = malloc((size_t)rows * nv * sizeof(float));
+	hid = malloc((size_t)rows * wd * sizeof(float));
+	mtp = malloc((size_t)rows * nv * sizeof(float));
+	ck_assert_int_eq(strata_forward(r.s, g.tokens, rows, trunk, 1), 0);
+	for (uint32_t i = 0; i < rows; i++)
+		ck_assert_int_eq(strata_mtp_hidden(r.s, i, hid + (size_t)i * wd), 0);
+	ck_assert_int_eq(strata_mtp_hidden(r.s, rows, hid), -EINVAL); /* past the pass's rows */
+	for (uint32_t i = 0; i < rows; i++)
+		ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + i + 1, hid + (size_t)i * wd, 1, i, 1,
+						mtp + (size_t)i * nv), 0);
+	ck_assert_double_le(tu_max_abs_diff(mtp, mg.logits, (size_t)rows * nv), 1e-3);
+	/* no head: the rows still land in the block's keys (the next row reads them) */
+	ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + 1, hid, 1, 0, 0, NULL), 0);
+	ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + 1, hid, 2, 0, 3, mtp), -EINVAL);
+	free(trunk);
+	free(hid);
+	free(mtp);
+	rig_close(&r);
+	slog_free(&g);
+	slog_free(&mg);
 }
 END_TEST
 
@@ -587,6 +632,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, loads_layout);
 	tcase_add_test(tc, mtp_block);
+	tcase_add_test(tc, mtp_block_from_saved_rows);
 	tcase_add_test(tc, goldens_see_qsa_and_ple);
 	tcase_add_test(tc, turns_through_a_checkpoint);
 	tcase_add_test(tc, ple_reader_paths_agree);

@@ -386,7 +386,7 @@ START_TEST(bad_input)
 		expect_refused(a, 5, "bad value '0' for --spec-window");
 	}
 	{
-		const char *a[] = { "strata", "-m", model, "--spec-drafter", "mtp" };
+		const char *a[] = { "strata", "-m", model, "--spec-drafter", "frob" };
 
 		expect_refused(a, 5, "--spec-drafter");
 	}

@@ -60,7 +60,8 @@ struct strata_config {
 
 	/* [spec] */
 	uint32_t spec_window; /* window = S (--spec-window): tokens per decode window */
-	int spec_drafter;     /* drafter = none|lookup (--spec-drafter): 0 no drafts, 1 prompt lookup */
+	int spec_drafter;     /* drafter = none|lookup|mtp|auto (--spec-drafter): STRATA_DRAFT_* */
+	float spec_min_p;     /* min_p (--spec-min-p): an MTP draft below it ends the window */
 	uint32_t spec_ngram_min, spec_ngram_max; /* lookup's n-gram sizes (--spec-ngram-min/max) */
 	int spec_adapt;       /* adapt = BOOL (--[no-]spec-adapt): skip drafts that cost more than they save */
 

@@ -79,8 +79,11 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	  NULL, "tokens per decode window: a drafter's S-1 drafts verified in one pass; "
 	  "path-window reads S prompt tokens per step"),
 	K("spec", "drafter", CHOICE, spec_drafter, 0, 0, 0, "none", NULL, "--spec-drafter",
-	  "none|lookup", NULL, "who drafts decode windows: none (one token per pass) or lookup "
-	  "(the sequence's own earlier n-grams)"),
+	  "none|lookup|mtp|auto", NULL, "who drafts decode windows: none (one token per pass), "
+	  "lookup (the sequence's own earlier n-grams), mtp (the model's nextn block) or auto "
+	  "(mtp where the model has a usable block, else lookup)"),
+	K("spec", "min_p", FLOAT, spec_min_p, 0, 1, 0, "0", NULL, "--spec-min-p", "F", NULL,
+	  "mtp: a draft whose probability under the block is below F ends the window"),
 	K("spec", "adapt", BOOL, spec_adapt, 0, 0, 0, "true", NULL, "--spec-adapt", NULL,
 	  "--no-spec-adapt", "draft less while verify windows cost more per kept token than "
 	  "one-token passes (measured as decode runs)"),

@@ -54,12 +54,14 @@ void strata_spec_note(struct strata_engine *e, double ms, uint32_t n, int window
 	*avg = *avg > 0 ? 0.8 * *avg + 0.2 * per : per;
 }
 
-uint32_t strata_spec_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint32_t max)
+int strata_spec_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint32_t max)
 {
 	const struct strata_config *c = &e->cfg;
 
-	if (!e->spec_rows || max == 0 || !worth_drafting(e))
+	if (!e->drafter || max == 0 || !worth_drafting(e))
 		return 0;
+	if (e->drafter == STRATA_DRAFT_MTP)
+		return strata_mtp_draft(e, tok, draft, max);
 	/* The history has room: the caller checked the context is not full. */
 	e->hist[e->n_hist] = tok;
 	return strata_draft_lookup(e->hist, e->n_hist + 1, c->spec_ngram_min, c->spec_ngram_max,
@@ -127,6 +129,9 @@ int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int3
 			     strerror(-rc));
 		return rc;
 	}
+	/* the MTP block's rows of the kept prefix (a re-feed ran them already) */
+	if (e->mtp_logits && !(j < k && sr->snap) && (rc = strata_mtp_after(e, w, j + 1, pos0)))
+		return rc;
 	return stop;
 }
 
@@ -188,7 +193,7 @@ static int row_hook(void *user, float *logits, int32_t n_vocab)
 }
 
 /* Drafts for the window after tok: within the context, the budget and the window. */
-static uint32_t window_drafts(struct strata_gen_state *g, int32_t tok, int32_t *draft)
+static int window_drafts(struct strata_gen_state *g, int32_t tok, int32_t *draft)
 {
 	struct strata_engine *e = g->e;
 	uint32_t room = strata_seq_n_ctx(e->seq) - strata_seq_pos(e->seq) - 1, max = e->window - 1;
@@ -212,9 +217,9 @@ int strata_engine_decode(struct strata_gen_state *g, struct strata_spec_run *sr)
 
 	for (;;) {
 		int32_t tok;
-		uint32_t k, kept;
+		uint32_t kept;
 		double t0;
-		int rc;
+		int rc, k;
 
 		if (r->n_predict >= 0 && g->n_gen >= (uint32_t)r->n_predict)
 			return 0;
@@ -238,10 +243,12 @@ int strata_engine_decode(struct strata_gen_state *g, struct strata_spec_run *sr)
 		/* The last token is fed only when its logits are wanted (the dump). */
 		if (!e->dump && r->n_predict >= 0 && g->n_gen >= (uint32_t)r->n_predict)
 			return 0;
-		k = window_drafts(g, tok, draft);
+		/* the drafting counts in the window's cost (the MTP block is a layer a draft) */
 		t0 = strata_now_ns() / 1e6;
+		if ((k = window_drafts(g, tok, draft)) < 0)
+			return k;
 		kept = sr->accepted;
-		rc = k ? strata_spec_window(e, sr, tok, draft, k, &h)
+		rc = k ? strata_spec_window(e, sr, tok, draft, (uint32_t)k, &h)
 		       : strata_engine_feed(e, &tok, 1, NULL);
 		if (rc < 0)
 			return rc;

@@ -120,6 +120,38 @@ static int engine_ple(struct strata_engine *e)
 	return strata_ctx_set_ple(e->ctx, e->ple);
 }
 
+/*
+ * [spec] drafter with auto resolved: mtp where the model's nextn block runs
+ * here, else lookup (said once); mtp asked for on a model whose block does
+ * not run is refused.  No drafter with a window of 1 or the logits dump
+ * (whose rows are one-token decoding's).
+ */
+static int engine_drafter(struct strata_engine *e)
+{
+	const struct strata_config *c = &e->cfg;
+	const char *why = NULL;
+	int d = c->spec_drafter;
+
+	if (d == STRATA_DRAFT_MTP || d == STRATA_DRAFT_AUTO)
+		(void)strata_mtp_check(e->ctx, &why);
+	if (d == STRATA_DRAFT_MTP && why) {
+		const char *w = strata_config_where(c, "spec", "drafter");
+
+		strata_error("%s: [spec] drafter = mtp: %s: %s (drafter = lookup or auto drafts "
+			     "without it)", w ? w : "--spec-drafter", c->model_path, why);
+		return -EINVAL;
+	}
+	if (d == STRATA_DRAFT_AUTO) {
+		d = why ? STRATA_DRAFT_LOOKUP : STRATA_DRAFT_MTP;
+		if (why && e->window > 1)
+			strata_info("[spec] drafter = auto: %s; drafting with lookup", why);
+	}
+	e->drafter = e->window > 1 && !c->dump_logits ? d : STRATA_DRAFT_NONE;
+	if (e->drafter == STRATA_DRAFT_MTP)
+		return strata_mtp_setup(e);
+	return 0;
+}
+
 static int engine_load(struct strata_engine *e, const char *argv0)
 {
 	const struct strata_config *c = &e->cfg;
@@ -175,9 +207,11 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 		return rc;
 	e->logits = calloc(n_vocab, sizeof(float));
 	e->hist = malloc((size_t)strata_seq_n_ctx(e->seq) * sizeof(int32_t));
-	if (c->spec_drafter && e->window > 1)
+	if ((rc = engine_drafter(e)))
+		return rc;
+	if (e->drafter)
 		e->spec_rows = malloc((size_t)e->window * n_vocab * sizeof(float));
-	if (!e->logits || !e->hist || (c->spec_drafter && e->window > 1 && !e->spec_rows)) {
+	if (!e->logits || !e->hist || (e->drafter && !e->spec_rows)) {
 		strata_error("out of memory for the logits");
 		return -ENOMEM;
 	}
@@ -243,6 +277,7 @@ void strata_engine_free(struct strata_engine *e)
 	strata_model_free(e->model);
 	free(e->logits);
 	free(e->spec_rows);
+	strata_mtp_release(e);
 	free(e->dump);
 	free(e->prompt_text);
 	free(e->model_name);
@@ -321,15 +356,20 @@ int strata_engine_feed(struct strata_engine *e, const int32_t *tokens, uint32_t 
 		return -ECANCELED;
 	if (e->dump && !rows)
 		rows = e->dump + (size_t)pos * nv;
-	if (rows) {
+	rc = e->mtp_logits && n ? strata_mtp_before(e, tokens[0], pos) : 0;
+	if (!rc && rows) {
 		rc = strata_forward(e->seq, tokens, n, rows, 1);
 		if (!rc)
 			memcpy(e->logits, rows + (size_t)(n - 1) * nv, nv * sizeof(float));
-	} else {
+	} else if (!rc) {
 		rc = strata_forward(e->seq, tokens, n, e->logits, 0);
 	}
+	/* a window's kept rows are known after its verification: the window's */
+	if (!rc && e->mtp_logits && !rows && n)
+		rc = strata_mtp_after(e, tokens, n, pos);
 	if (rc) {
 		e->failed = rc;
+		e->mtp_pend = 0;
 		/* A device that failed is dropped: this request fails, the next one
 		 * runs on the CPU (a fresh sequence: its state was on the device). */
 		if (e->dev && e->dev->broken) {
@@ -442,6 +482,10 @@ static int prefill(struct strata_engine *e, const struct strata_gen_run *r, uint
 	}
 	memcpy(e->hist, r->prompt, (size_t)res.keep * sizeof(int32_t));
 	e->n_hist = res.keep;
+	/* The MTP row waiting for position keep is this prefix's only when the
+	 * sequence went on where it stood (not a checkpoint of another turn). */
+	if (res.restored || res.keep != e->mtp_pend)
+		e->mtp_pend = 0;
 	strata_sampler_reset(r->smp);
 	for (uint32_t i = 0; i < n; i++)
 		strata_sampler_accept(r->smp, r->prompt[i]);

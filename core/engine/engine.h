@@ -49,6 +49,10 @@ struct strata_engine {
 	float *spec_rows;               /* [window][n_vocab]: a verify pass's logits; NULL: no drafter */
 	double spec_ms_one, spec_ms_win; /* decode's ms per token: one-token passes, verify windows */
 	uint32_t spec_probe;            /* drafts skipped since windows last cost more */
+	int drafter;                    /* STRATA_DRAFT_*: [spec] drafter with auto resolved */
+	float *mtp_hid;                 /* [strata_mtp_width]: the pending row's hidden state */
+	float *mtp_logits;              /* [n_vocab]: the MTP block's last row; NULL: no MTP */
+	uint32_t mtp_pend;              /* the pending row's position + 1; 0: none (mtp.c) */
 	struct strata_xstore *xs;       /* streamed experts ([model] experts = stream), or NULL */
 	struct strata_ple_reader *ple;  /* qwen4exp's PLE table reader ([ple]), or NULL */
 };
@@ -62,8 +66,11 @@ int strata_engine_create(struct strata_config *cfg, const char *argv0,
 
 /*
  * Append n tokens to the sequence and its history; e->logits gets the last
- * one's logits, and rows (when not NULL) all n rows.  0 or -errno (logged
- * by whoever failed; the engine may have fallen back to the CPU).
+ * one's logits, and rows (when not NULL) all n rows.  With the MTP drafter
+ * the block's rows follow (strata_mtp_before/after), except after a pass
+ * with rows: a verify window, whose kept rows are known later.  0 or
+ * -errno (logged by whoever failed; the engine may have fallen back to the
+ * CPU).
  */
 int strata_engine_feed(struct strata_engine *e, const int32_t *tokens, uint32_t n, float *rows);
 
@@ -89,6 +96,9 @@ struct strata_gen_state {
 
 #define STRATA_SPEC_MAX_WINDOW 8 /* [spec] window's upper bound */
 
+/* [spec] drafter's values, in the order of its choices (config schema). */
+enum { STRATA_DRAFT_NONE, STRATA_DRAFT_LOOKUP, STRATA_DRAFT_MTP, STRATA_DRAFT_AUTO };
+
 /* What one generation's decode loop carries across windows. */
 struct strata_spec_run {
 	struct strata_sampler *smp;
@@ -102,9 +112,32 @@ struct strata_spec_run {
  * Drafts for the window that starts with tok (sampled, kept, not yet fed):
  * at most max tokens into draft; 0 when the engine drafts nothing, or when
  * windows have been costing more per committed token than one-token passes
- * (then one opportunity in 16 still drafts, to measure again).
+ * (then one opportunity in 16 still drafts, to measure again).  The count,
+ * or the MTP block's -errno (logged).
  */
-uint32_t strata_spec_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint32_t max);
+int strata_spec_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint32_t max);
+
+/* ---- the MTP drafter (mtp.c): the block's rows follow every trunk pass ---- */
+
+/* Its buffers (e->mtp_hid, e->mtp_logits), once strata_mtp_check said yes.  0 or -ENOMEM. */
+int strata_mtp_setup(struct strata_engine *e);
+void strata_mtp_release(struct strata_engine *e);
+
+/* Before a trunk pass at pos whose first token is first: the pending row, fed first. */
+int strata_mtp_before(struct strata_engine *e, int32_t first, uint32_t pos);
+
+/*
+ * After a trunk pass at pos whose first n rows (tokens) are kept and still
+ * in the workspace: rows 0..n-2 run, row n-1 becomes the pending one.
+ */
+int strata_mtp_after(struct strata_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos);
+
+/*
+ * Up to max drafts after tok from the pending row and the block chained on
+ * its own output, ending early below [spec] min_p.  The count (0 when no
+ * row is pending), or -errno (logged).
+ */
+int strata_mtp_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint32_t max);
 
 /* A decode pass took ms and committed n tokens (window: it verified drafts). */
 void strata_spec_note(struct strata_engine *e, double ms, uint32_t n, int window);

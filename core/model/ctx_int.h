@@ -113,6 +113,7 @@ struct strata_ctx {
 	uint64_t ple_chunks;
 	uint64_t n_forward;                /* strata_ctx_forwards */
 	struct strata_backend *res_at;     /* qwen4exp: where the last pass left its residual */
+	uint32_t res_rows;                 /* and how many rows it holds (the MTP block reads them) */
 };
 
 struct seq_layer {

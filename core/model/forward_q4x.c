@@ -399,6 +399,7 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 	if (!rc && logits)
 		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
 	c->res_at = at; /* for the MTP block */
+	c->res_rows = n;
 	/* queued device work fails here at the latest, inside this call */
 	if (!rc && c->dev)
 		rc = strata_backend_sync(c->dev);
@@ -411,8 +412,44 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 
 /* ---- the MTP block ------------------------------------------------------------------ */
 
-int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, uint32_t n, uint32_t pos,
-		   float *out)
+size_t strata_mtp_width(const struct strata_model *m)
+{
+	return (size_t)m->hp.n_embd * (m->hp.arch == STRATA_ARCH_QWEN4EXP ? m->hp.q4x.hc : 1);
+}
+
+int strata_mtp_check(const struct strata_ctx *c, const char **why)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+
+	*why = NULL;
+	if (!hp->n_nextn)
+		*why = "this model has no MTP (nextn) block";
+	else if (hp->arch != STRATA_ARCH_QWEN4EXP)
+		*why = "the MTP block runs for qwen4exp only (this architecture's nextn block is "
+		       "not built yet)";
+	else if (!t_has(&c->L[hp->n_layer - 1].mtp_eh))
+		*why = "the MTP block was not placed";
+	else if (c->xs)
+		*why = "the MTP block does not run with streamed experts yet";
+	return *why ? -ENOTSUP : 0;
+}
+
+int strata_mtp_hidden(struct strata_seq *s, uint32_t row, float *dst)
+{
+	struct strata_ctx *c = s->c;
+	const struct strata_tensor *res = &c->ws_cpu.res;
+
+	if (row >= c->res_rows)
+		return -EINVAL;
+	if (c->res_at && c->res_at != c->cpu) /* the trunk ended on the device */
+		RUN(move_res(c, &c->res_at, c->cpu, c->res_rows));
+	memcpy(dst, (const char *)strata_tensor_data(res) + (size_t)row * res->nb[1],
+	       strata_mtp_width(c->m) * sizeof(float));
+	return 0;
+}
+
+int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
+		   uint32_t pos, uint32_t n_out, float *out)
 {
 	struct strata_ctx *c = s->c;
 	const struct strata_hparams *hp = &c->m->hp;
@@ -427,18 +464,27 @@ int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, uint32_t n, uint32
 	struct strata_tensor x = strata_t_cols(&w->x, 0, n), hxn = strata_t_cols(&w->hxn, 0, n);
 	struct strata_tensor res = strata_t_cols(&w->res, 0, n);
 	struct strata_tensor cat = strata_t_f32(w->hgate.buf, w->hgate.offset, 2 * e, n);
-	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n);
+	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n_out);
+	const char *why;
 
-	if (!hp->n_nextn || !t_has(&L->mtp_eh) || c->xs) {
-		strata_error("%s", !hp->n_nextn || !t_has(&L->mtp_eh)
-					   ? "this model has no MTP (nextn) block"
-					   : "the MTP block does not run with streamed experts yet");
+	if (strata_mtp_check(c, &why)) {
+		strata_error("%s", why);
 		return -ENOTSUP;
 	}
-	if (n > s->max_batch || (uint64_t)pos + n > s->n_ctx)
+	if (n == 0 || n > s->max_batch || n_out > n || (uint64_t)pos + n > s->n_ctx)
 		return -EINVAL;
-	if (c->res_at && c->res_at != be) /* the trunk ended on the device */
+	for (uint32_t t = 0; t < n; t++)
+		if (next[t] < 0 || (uint32_t)next[t] >= hp->n_vocab)
+			return -EINVAL;
+	if (hidden) {
+		memcpy(strata_tensor_data(&res), hidden, (size_t)n * strata_mtp_width(c->m) * 4);
+		c->res_at = be;
+	} else if (n > c->res_rows) {
+		return -EINVAL;
+	} else if (c->res_at && c->res_at != be) { /* the trunk ended on the device */
 		RUN(move_res(c, &c->res_at, be, n));
+	}
+	c->res_rows = n; /* the block's own output rows, from here on */
 	/* each stream c: eh_proj [enorm(embed(next)); hnorm_c(residual_c)] */
 	RUN(strata_op1(be, STRATA_OP_GET_ROWS, &x, &c->tok_embd, &ids));
 	RUN(ctx_norm(be, &x, &x, &L->mtp_enorm, hp->rms_eps));
@@ -458,7 +504,9 @@ int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, uint32_t n, uint32
 	RUN(hc_mix(c, be, L->hc_ffn, 0, n));
 	RUN(strata_moe_block(c, l, n));
 	RUN(hc_combine(c, be, n));
-	RUN(hc_mix(c, be, L->mtp_hc, 0, n));
+	if (!n_out)
+		return 0;
+	RUN(hc_mix(c, be, L->mtp_hc, n - n_out, n_out));
 	/* the shared head from the mapping: the block runs on the CPU wherever the head is */
-	return strata_ctx_logits(c, be, &c->output_h, &xn, n, out);
+	return strata_ctx_logits(c, be, &c->output_h, &xn, n_out, out);
 }

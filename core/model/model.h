@@ -406,14 +406,31 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 		   int all_logits);
 
 /*
- * qwen4exp's MTP block (forward_q4x.c), right after a strata_forward of n
- * tokens whose 4-stream residual it reads (the CPU workspace's, before the
- * head): row t is fed next[t] and the residual of row t, attends over its own
- * rows at positions pos.. (their keys kept in the sequence), and its logits
- * (n_vocab floats a row) go to out.  0, -ENOTSUP without an MTP block or with
- * streamed experts (logged), or an op's -errno.
+ * qwen4exp's MTP block (forward_q4x.c), right after a strata_forward (or an
+ * earlier call of its own) whose residual rows it reads, or fed hidden: row
+ * t is fed next[t] and hidden row t (n rows of strata_mtp_width floats;
+ * NULL: the workspace's rows 0..n-1, the 4-stream residual before the
+ * head), attends over its own rows at positions pos.. (their keys kept in
+ * the sequence, rows below pos as earlier calls left them), and leaves its
+ * own output residual in the workspace rows 0..n-1 (what a chained call
+ * reads through strata_mtp_hidden).  The logits of its last n_out rows
+ * (n_vocab floats a row) go to out; n_out 0 skips the head.  0, -ENOTSUP
+ * when strata_mtp_check refuses (logged), -EINVAL for bad arguments, or an
+ * op's -errno.
  */
-int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, uint32_t n, uint32_t pos,
-		   float *out);
+int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
+		   uint32_t pos, uint32_t n_out, float *out);
+
+/* 0 when strata_q4x_mtp can run on c; -ENOTSUP with *why set (a static text) when not. */
+int strata_mtp_check(const struct strata_ctx *c, const char **why);
+
+/* The floats of one row of the hidden state the MTP block reads. */
+size_t strata_mtp_width(const struct strata_model *m);
+
+/*
+ * Copy row `row` of the workspace's hidden state (the last forward's or MTP
+ * call's residual) to dst (strata_mtp_width floats).  0 or -EINVAL.
+ */
+int strata_mtp_hidden(struct strata_seq *s, uint32_t row, float *dst);
 
 #endif

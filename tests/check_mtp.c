@@ -1,0 +1,269 @@
+/*
+ * check_mtp.c - the model's MTP (nextn) block as decode's drafter
+ * (core/engine/mtp.c), on syn-qwen4exp-mtp-f32.
+ *
+ *  - the block's rows follow the engine's passes: whatever way the tokens
+ *    came in (prompt chunks of any size, one-token steps, verify windows
+ *    kept whole or cut at any offset), the first draft's logits at each
+ *    position equal golden/syn-qwen4exp-mtp-f32.PROMPT.mtp.slog's row;
+ *  - greedy output with the MTP drafter and windows of 2, 4 and 8 equals
+ *    one-token decoding token for token, the drafts verified and rejected;
+ *  - [spec] min_p ends the chain: at 1 nothing is drafted;
+ *  - bad input: drafter = mtp on a model without a nextn block, or with
+ *    streamed experts, is refused; auto falls back to lookup there.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "slog.h"
+#include "testutil.h"
+
+#define MTP_MODEL "models/syn-qwen4exp-mtp-f32.gguf"
+
+/* An engine from args (after the program name), or its error code. */
+static int engine_rc(const char *const *args, int n, struct strata_engine **e)
+{
+	const char *argv[32] = { "strata", "--plugin-dir", STRATA_PLUGIN_DIR, "-t", "1",
+				 "--temp", "0", "--ctx-size", "512", "--no-spec-adapt" };
+	int argc = 10;
+
+	for (int i = 0; i < n; i++)
+		argv[argc++] = args[i];
+	return strata_engine_create_args(argc, (char **)argv, e);
+}
+
+static struct strata_engine *engine(const char *model, const char *window, const char *drafter)
+{
+	const char *args[] = { "-m", model, "--spec-window", window, "--spec-drafter", drafter };
+	struct strata_engine *e = NULL;
+
+	ck_assert_int_eq(engine_rc(args, 6, &e), 0);
+	return e;
+}
+
+static int keep_all(void *user, int32_t t)
+{
+	(void)user, (void)t;
+	return 0;
+}
+
+/* The first draft after tok: its logits against the golden row of the position before tok. */
+static double first_draft_diff(struct strata_engine *e, int32_t tok, const struct slog *mg)
+{
+	const uint32_t pos = strata_seq_pos(e->seq), nv = mg->n_vocab;
+	int32_t d;
+
+	ck_assert_uint_lt(pos - 1, mg->n_prompt + mg->n_gen);
+	ck_assert_int_eq(strata_mtp_draft(e, tok, &d, 1), 1);
+	return tu_max_abs_diff(e->mtp_logits, mg->logits + (size_t)(pos - 1) * nv, nv);
+}
+
+/*
+ * Steps cycle through: a one-token pass (the pending row runs before it), a
+ * window of k golden drafts kept whole, and a window wrong at offset o; each
+ * draft's first row is compared with the golden one.
+ */
+static void follow(const char *prompt, uint32_t chunk)
+{
+	const char *model = tu_shared_or_skip(MTP_MODEL);
+	struct strata_engine *e = engine(model, "8", "mtp");
+	struct slog g, mg;
+	char rel[160];
+	uint32_t n, rows, pos, step = chunk % 3; /* the two chunkings see other cycles */
+	double worst = 0;
+
+	snprintf(rel, sizeof(rel), "golden/syn-qwen4exp-mtp-f32.%s.slog", prompt);
+	ck_assert_int_eq(slog_read(tu_shared_or_skip(rel), &g), 0);
+	snprintf(rel, sizeof(rel), "golden/syn-qwen4exp-mtp-f32.%s.mtp.slog", prompt);
+	ck_assert_int_eq(slog_read(tu_shared_or_skip(rel), &mg), 0);
+	ck_assert_int_eq(e->drafter, STRATA_DRAFT_MTP);
+	n = g.n_prompt + g.n_gen;
+	rows = mg.n_prompt + mg.n_gen;
+	for (pos = 0; pos < g.n_prompt; pos += chunk)
+		ck_assert_int_eq(strata_engine_feed(e, g.tokens + pos, g.n_prompt - pos < chunk ?
+						    g.n_prompt - pos : chunk, NULL), 0);
+	pos = g.n_prompt;
+	while (pos + 1 < n && pos < rows) {
+		struct strata_spec_run sr = { .smp = e->sampler };
+		const struct strata_spec_hooks hooks = { NULL, keep_all, NULL };
+		const uint32_t k = 1 + step % 7 < n - pos - 1 ? 1 + step % 7 : n - pos - 1;
+		const uint32_t o = step % 5;
+		int32_t tok = g.tokens[pos], d[8];
+		double dl;
+
+		if (step % 3 == 0) { /* one-token: no draft, the row runs before the pass */
+			ck_assert_int_eq(strata_engine_feed(e, &tok, 1, NULL), 0);
+			pos++, step++;
+			continue;
+		}
+		dl = first_draft_diff(e, tok, &mg);
+		worst = dl > worst ? dl : worst;
+		ck_assert_msg(dl <= 1e-3, "%s chunk %u: position %u: first draft differs by %g",
+			      prompt, chunk, pos, dl);
+		for (uint32_t i = 0; i < k; i++)
+			d[i] = g.tokens[pos + 1 + i];
+		if (step % 3 == 2 && o < k) /* wrong at offset o */
+			d[o] = (d[o] + 1) % (int32_t)g.n_vocab;
+		ck_assert_int_eq(strata_seq_snapshot_create(e->seq, &sr.snap), 0);
+		ck_assert_int_eq(strata_spec_window(e, &sr, tok, d, k, &hooks), 0);
+		strata_seq_snapshot_free(sr.snap);
+		pos += 1 + sr.accepted;
+		ck_assert_uint_eq(strata_seq_pos(e->seq), pos);
+		if (sr.has_next) /* the model's own token is the golden one */
+			ck_assert_int_eq(sr.next, g.tokens[pos]);
+		step++;
+	}
+	printf("%s, prompt in chunks of %u: %u steps to position %u, first drafts within %.2e\n",
+	       prompt, chunk, step, pos, worst);
+	ck_assert_uint_ge(step, 8);
+	slog_free(&g);
+	slog_free(&mg);
+	strata_engine_free(e);
+}
+
+START_TEST(rows_follow_the_passes)
+{
+	static const char *const prompts[] = { "once", "story", "mixed" };
+
+	follow(prompts[_i], 512);
+	follow(prompts[_i], 3);
+}
+END_TEST
+
+struct ids {
+	int32_t id[256];
+	uint32_t n;
+};
+
+static int collect(void *user, int32_t id, const char *piece, size_t len)
+{
+	struct ids *v = user;
+
+	(void)piece, (void)len;
+	if (v->n < 256)
+		v->id[v->n++] = id;
+	return 0;
+}
+
+static void run(struct strata_engine *e, const char *text, int n_predict, struct ids *out,
+		struct strata_stats *st)
+{
+	struct strata_gen_params gp;
+	int32_t *p = NULL;
+	int n = strata_engine_tokenize(e, text, strlen(text), STRATA_TOKENIZE_ADD_BOS, &p);
+
+	ck_assert_int_gt(n, 0);
+	strata_engine_gen_defaults(e, &gp);
+	gp.n_predict = n_predict, gp.temp = 0.0f;
+	out->n = 0;
+	ck_assert_int_ge(strata_generate_ex(e, p, (uint32_t)n, &gp, collect, out, st), 0);
+	free(p);
+}
+
+static const char g_text[] = "Lily and Tom went to the park. They"; /* 200 tokens before an end */
+
+START_TEST(greedy_identical)
+{
+	const char *model = tu_shared_or_skip(MTP_MODEL);
+	struct strata_engine *one = engine(model, "1", "mtp"), *win;
+	struct strata_stats st;
+	struct ids ref, got;
+
+	ck_assert_int_eq(one->drafter, STRATA_DRAFT_NONE); /* a window of 1 drafts nothing */
+	run(one, g_text, 100, &ref, &st);
+	ck_assert_uint_eq(st.n_windows, 0);
+	for (int w = 2; w <= 8; w *= 2) {
+		char ws[4];
+
+		snprintf(ws, sizeof(ws), "%d", w);
+		win = engine(model, ws, "auto");
+		ck_assert_int_eq(win->drafter, STRATA_DRAFT_MTP);
+		for (int again = 0; again < 2; again++) { /* again: resumed from the sequence */
+			run(win, g_text, 100, &got, &st);
+			ck_assert_uint_le(st.n_drafted, st.n_windows * (uint32_t)(w - 1));
+			ck_assert_msg(st.n_windows > 0 && st.n_drafted >= st.n_windows,
+				      "window %d: %u windows, %u drafts", w, st.n_windows,
+				      st.n_drafted);
+			ck_assert_uint_eq(got.n, ref.n);
+			ck_assert_msg(!memcmp(got.id, ref.id, ref.n * sizeof(int32_t)),
+				      "window %d: the text differs from one-token decoding", w);
+		}
+		printf("window %d: %u of %u MTP drafts kept in %u windows\n", w, st.n_accepted,
+		       st.n_drafted, st.n_windows);
+		strata_engine_free(win);
+	}
+	strata_engine_free(one);
+}
+END_TEST
+
+/* min_p: no draft of a random head reaches probability 1; at 0 every window drafts. */
+START_TEST(min_p_ends_the_chain)
+{
+	const char *model = tu_shared_or_skip(MTP_MODEL);
+	const char *args[] = { "-m", model, "--spec-window", "4", "--spec-drafter", "mtp",
+			       "--spec-min-p", "1" };
+	struct strata_engine *e = NULL;
+	struct strata_stats st;
+	struct ids got;
+
+	ck_assert_int_eq(engine_rc(args, 8, &e), 0);
+	run(e, g_text, 40, &got, &st);
+	ck_assert_uint_eq(st.n_drafted, 0);
+	strata_engine_free(e);
+	args[7] = "0";
+	ck_assert_int_eq(engine_rc(args, 8, &e), 0);
+	run(e, g_text, 40, &got, &st);
+	ck_assert_uint_gt(st.n_windows, 3);
+	ck_assert_uint_gt(st.n_drafted, 2 * st.n_windows); /* 3 each, but near the budget's end */
+	strata_engine_free(e);
+}
+END_TEST
+
+START_TEST(refusals)
+{
+	char *stories = strdup(tu_shared_or_skip("models/stories260K.gguf"));
+	char *mtp = strdup(tu_shared_or_skip(MTP_MODEL)); /* the helper's buffer is reused */
+	const char *no_block[] = { "-m", stories, "--spec-drafter", "mtp" };
+	const char *streamed[] = { "-m", mtp, "--spec-drafter", "mtp", "--experts", "stream" };
+	const char *min_p[] = { "-m", mtp, "--spec-drafter", "mtp", "--spec-min-p", "1.5" };
+	struct strata_engine *e = NULL;
+
+	ck_assert_int_eq(engine_rc(no_block, 4, &e), -EINVAL);
+	ck_assert_ptr_null(e);
+	ck_assert_msg(strstr(strata_last_error(), "--spec-drafter: [spec] drafter = mtp") &&
+		      strstr(strata_last_error(), "has no MTP (nextn) block"), "%s",
+		      strata_last_error());
+	ck_assert_int_eq(engine_rc(streamed, 6, &e), -EINVAL);
+	ck_assert_msg(strstr(strata_last_error(), "streamed experts"), "%s", strata_last_error());
+	ck_assert_int_lt(engine_rc(min_p, 6, &e), 0);
+	ck_assert_msg(strstr(strata_last_error(), "--spec-min-p"), "%s", strata_last_error());
+	e = engine(stories, "4", "auto"); /* logged: lookup instead */
+	ck_assert_int_eq(e->drafter, STRATA_DRAFT_LOOKUP);
+	ck_assert_ptr_null(e->mtp_logits);
+	strata_engine_free(e);
+	streamed[3] = "auto";
+	ck_assert_int_eq(engine_rc(streamed, 6, &e), 0);
+	ck_assert_int_eq(e->drafter, STRATA_DRAFT_LOOKUP);
+	strata_engine_free(e);
+	free(stories);
+	free(mtp);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mtp");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, rows_follow_the_passes, 0, 3);
+	tcase_add_test(tc, greedy_identical);
+	tcase_add_test(tc, min_p_ends_the_chain);
+	tcase_add_test(tc, refusals);
+	suite_add_tcase(s, tc);
+	return tu_srunner_run(srunner_create(s));
+}
