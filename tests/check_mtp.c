@@ -1,11 +1,17 @@
 /*
  * check_mtp.c - the model's MTP (nextn) block as decode's drafter
- * (core/engine/mtp.c), on syn-qwen4exp-mtp-f32.
+ * (core/engine/mtp.c), on the golden models that have one: qwen4exp
+ * (syn-qwen4exp-mtp-f32), qwen3next and glm4moe (an attention model: its
+ * windows are cut, not restored).
  *
  *  - the block's rows follow the engine's passes: whatever way the tokens
  *    came in (prompt chunks of any size, one-token steps, verify windows
  *    kept whole or cut at any offset), the first draft's logits at each
- *    position equal golden/syn-qwen4exp-mtp-f32.PROMPT.mtp.slog's row;
+ *    position equal the block's row there: qwen4exp's
+ *    golden/syn-qwen4exp-mtp-f32.PROMPT.mtp.slog, the others' all rows in
+ *    one call after the trunk read the golden tokens at once;
+ *  - the block itself against llama.cpp's (qwen3next, glm4moe): the rows
+ *    tools/peer/mtpcmp.sh wrote with peer-mtp, when they are there;
  *  - greedy output with the MTP drafter and windows of 2, 4 and 8 equals
  *    one-token decoding token for token, the drafts verified and rejected;
  *  - [spec] min_p ends the chain: at 1 nothing is drafted;
@@ -23,6 +29,11 @@
 #include "testutil.h"
 
 #define MTP_MODEL "models/syn-qwen4exp-mtp-f32.gguf"
+
+/* The golden models with a nextn block; the first has golden block rows. */
+static const char *const g_models[] = { "syn-qwen4exp-mtp-f32", "syn-qwen3next-f32",
+					"syn-glm4moe-f32" };
+static const char *const g_prompts[] = { "once", "story", "mixed" };
 
 /* An engine from args (after the program name), or its error code. */
 static int engine_rc(const char *const *args, int n, struct strata_engine **e)
@@ -62,24 +73,66 @@ static double first_draft_diff(struct strata_engine *e, int32_t tok, const struc
 	return tu_max_abs_diff(e->mtp_logits, mg->logits + (size_t)(pos - 1) * nv, nv);
 }
 
+/* The model's file (a copy: the helper's buffer is reused). */
+static char *model_path(const char *name)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "models/%s.gguf", name);
+	return strdup(tu_shared_or_skip(rel));
+}
+
+/*
+ * The block's rows on the golden tokens of model.prompt, all in one call
+ * after the trunk read them at once (an engine without a drafter, so that
+ * nothing ran the block before): into mg, in the .mtp.slog layout.
+ */
+static void block_rows(const char *name, const struct slog *g, struct slog *mg)
+{
+	char *model = model_path(name);
+	struct strata_engine *e = engine(model, "1", "none");
+	const uint32_t n = g->n_prompt + g->n_gen;
+
+	memset(mg, 0, sizeof(*mg));
+	mg->n_prompt = n - 1;
+	mg->n_vocab = g->n_vocab;
+	mg->buf = malloc((size_t)(n - 1) * (4 + 4 * (size_t)g->n_vocab));
+	ck_assert_ptr_nonnull(mg->buf);
+	mg->tokens = mg->buf;
+	mg->logits = (float *)(mg->tokens + n - 1);
+	memcpy(mg->tokens, g->tokens + 1, (size_t)(n - 1) * sizeof(int32_t));
+	ck_assert_int_eq(strata_engine_feed(e, g->tokens, n, NULL), 0);
+	ck_assert_int_eq(strata_mtp(e->seq, g->tokens + 1, NULL, n - 1, 0, n - 1, mg->logits), 0);
+	strata_engine_free(e);
+	free(model);
+}
+
+static void read_slog(const char *name, const char *prompt, const char *kind, struct slog *s)
+{
+	char rel[160];
+
+	snprintf(rel, sizeof(rel), "golden/%s.%s.%sslog", name, prompt, kind);
+	ck_assert_int_eq(slog_read(tu_shared_or_skip(rel), s), 0);
+}
+
 /*
  * Steps cycle through: a one-token pass (the pending row runs before it), a
  * window of k golden drafts kept whole, and a window wrong at offset o; each
- * draft's first row is compared with the golden one.
+ * draft's first row is compared with the reference one.
  */
-static void follow(const char *prompt, uint32_t chunk)
+static void follow(const char *name, const char *prompt, uint32_t chunk)
 {
-	const char *model = tu_shared_or_skip(MTP_MODEL);
+	char *model = model_path(name);
 	struct strata_engine *e = engine(model, "8", "mtp");
 	struct slog g, mg;
-	char rel[160];
 	uint32_t n, rows, pos, step = chunk % 3; /* the two chunkings see other cycles */
 	double worst = 0;
 
-	snprintf(rel, sizeof(rel), "golden/syn-qwen4exp-mtp-f32.%s.slog", prompt);
-	ck_assert_int_eq(slog_read(tu_shared_or_skip(rel), &g), 0);
-	snprintf(rel, sizeof(rel), "golden/syn-qwen4exp-mtp-f32.%s.mtp.slog", prompt);
-	ck_assert_int_eq(slog_read(tu_shared_or_skip(rel), &mg), 0);
+	read_slog(name, prompt, "", &g);
+	if (strcmp(name, g_models[0]) == 0)
+		read_slog(name, prompt, "mtp.", &mg);
+	else
+		block_rows(name, &g, &mg);
 	ck_assert_int_eq(e->drafter, STRATA_DRAFT_MTP);
 	n = g.n_prompt + g.n_gen;
 	rows = mg.n_prompt + mg.n_gen;
@@ -102,13 +155,14 @@ static void follow(const char *prompt, uint32_t chunk)
 		}
 		dl = first_draft_diff(e, tok, &mg);
 		worst = dl > worst ? dl : worst;
-		ck_assert_msg(dl <= 1e-3, "%s chunk %u: position %u: first draft differs by %g",
-			      prompt, chunk, pos, dl);
+		ck_assert_msg(dl <= 1e-3, "%s.%s chunk %u: position %u: first draft differs by %g",
+			      name, prompt, chunk, pos, dl);
 		for (uint32_t i = 0; i < k; i++)
 			d[i] = g.tokens[pos + 1 + i];
 		if (step % 3 == 2 && o < k) /* wrong at offset o */
 			d[o] = (d[o] + 1) % (int32_t)g.n_vocab;
-		ck_assert_int_eq(strata_seq_snapshot_create(e->seq, &sr.snap), 0);
+		if (strata_seq_recurrent(e->seq)) /* else the window is cut */
+			ck_assert_int_eq(strata_seq_snapshot_create(e->seq, &sr.snap), 0);
 		ck_assert_int_eq(strata_spec_window(e, &sr, tok, d, k, &hooks), 0);
 		strata_seq_snapshot_free(sr.snap);
 		pos += 1 + sr.accepted;
@@ -117,20 +171,54 @@ static void follow(const char *prompt, uint32_t chunk)
 			ck_assert_int_eq(sr.next, g.tokens[pos]);
 		step++;
 	}
-	printf("%s, prompt in chunks of %u: %u steps to position %u, first drafts within %.2e\n",
-	       prompt, chunk, step, pos, worst);
+	printf("%s.%s, prompt in chunks of %u: %u steps to position %u, first drafts within "
+	       "%.2e\n", name, prompt, chunk, step, pos, worst);
 	ck_assert_uint_ge(step, 8);
 	slog_free(&g);
 	slog_free(&mg);
 	strata_engine_free(e);
+	free(model);
 }
 
 START_TEST(rows_follow_the_passes)
 {
-	static const char *const prompts[] = { "once", "story", "mixed" };
+	follow(g_models[_i / 3], g_prompts[_i % 3], 512);
+	follow(g_models[_i / 3], g_prompts[_i % 3], 3);
+}
+END_TEST
 
-	follow(prompts[_i], 512);
-	follow(prompts[_i], 3);
+/*
+ * The block against llama.cpp's graph on the same inputs: rows that
+ * tools/peer/mtpcmp.sh wrote with peer-mtp into build/peer/mtp (or
+ * $STRATA_PEER_MTP_DIR).  Skipped where they are not.
+ */
+START_TEST(peer_rows)
+{
+	const char *dir = getenv("STRATA_PEER_MTP_DIR");
+	const char *name = g_models[1 + _i / 3], *prompt = g_prompts[_i % 3];
+	char path[512];
+	struct slog g, peer, mine;
+	FILE *f;
+	double d;
+
+	snprintf(path, sizeof(path), "%s/%s.%s.mtp.slog", dir && *dir ? dir : STRATA_BUILD "/peer/mtp",
+		 name, prompt);
+	if (!(f = fopen(path, "rb")))
+		TU_SKIP("%s is absent: tools/peer/mtpcmp.sh writes it with llama.cpp", path);
+	fclose(f);
+	ck_assert_int_eq(slog_read(path, &peer), 0);
+	read_slog(name, prompt, "", &g);
+	block_rows(name, &g, &mine);
+	ck_assert_uint_eq(peer.n_prompt + peer.n_gen, mine.n_prompt);
+	ck_assert_uint_eq(peer.n_vocab, mine.n_vocab);
+	ck_assert_mem_eq(peer.tokens, mine.tokens, mine.n_prompt * sizeof(int32_t));
+	d = tu_max_abs_diff(peer.logits, mine.logits, (size_t)mine.n_prompt * mine.n_vocab);
+	printf("%s.%s: the MTP block's %u rows against llama.cpp's: max |diff| %.2e\n", name,
+	       prompt, mine.n_prompt, d);
+	ck_assert_msg(d <= 1e-3, "%s.%s: %g", name, prompt, d);
+	slog_free(&g);
+	slog_free(&peer);
+	slog_free(&mine);
 }
 END_TEST
 
@@ -168,7 +256,7 @@ static const char g_text[] = "Lily and Tom went to the park. They"; /* 200 token
 
 START_TEST(greedy_identical)
 {
-	const char *model = tu_shared_or_skip(MTP_MODEL);
+	char *model = model_path(g_models[_i]);
 	struct strata_engine *one = engine(model, "1", "mtp"), *win;
 	struct strata_stats st;
 	struct ids ref, got;
@@ -192,11 +280,12 @@ START_TEST(greedy_identical)
 			ck_assert_msg(!memcmp(got.id, ref.id, ref.n * sizeof(int32_t)),
 				      "window %d: the text differs from one-token decoding", w);
 		}
-		printf("window %d: %u of %u MTP drafts kept in %u windows\n", w, st.n_accepted,
-		       st.n_drafted, st.n_windows);
+		printf("%s window %d: %u of %u MTP drafts kept in %u windows\n", g_models[_i], w,
+		       st.n_accepted, st.n_drafted, st.n_windows);
 		strata_engine_free(win);
 	}
 	strata_engine_free(one);
+	free(model);
 }
 END_TEST
 
@@ -260,10 +349,15 @@ int main(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_set_timeout(tc, 600);
-	tcase_add_loop_test(tc, rows_follow_the_passes, 0, 3);
-	tcase_add_test(tc, greedy_identical);
+	TCase *peer = tcase_create("peer"); /* alone: tools/peer/mtpcmp.sh runs it by name */
+
+	tcase_add_loop_test(tc, rows_follow_the_passes, 0, 9);
+	tcase_add_loop_test(tc, greedy_identical, 0, 3);
 	tcase_add_test(tc, min_p_ends_the_chain);
 	tcase_add_test(tc, refusals);
 	suite_add_tcase(s, tc);
+	tcase_set_timeout(peer, 600);
+	tcase_add_loop_test(peer, peer_rows, 0, 6);
+	suite_add_tcase(s, peer);
 	return tu_srunner_run(srunner_create(s));
 }

@@ -60,7 +60,7 @@ int strata_mtp_before(struct strata_engine *e, int32_t first, uint32_t pos)
 	e->mtp_pend = 0;
 	if (!pend || pend != pos)
 		return 0; /* no row waits for this token (a resumed prefix) */
-	return strata_q4x_mtp(e->seq, &first, e->mtp_hid, 1, pos - 1, 0, NULL);
+	return strata_mtp(e->seq, &first, e->mtp_hid, 1, pos - 1, 0, NULL);
 }
 
 int strata_mtp_after(struct strata_engine *e, const int32_t *tokens, uint32_t n, uint32_t pos)
@@ -73,7 +73,7 @@ int strata_mtp_after(struct strata_engine *e, const int32_t *tokens, uint32_t n,
 	/* saved first: the rows below are the block's input, then its output */
 	if ((rc = strata_mtp_hidden(e->seq, n - 1, e->mtp_hid)))
 		return rc;
-	if (n > 1 && (rc = strata_q4x_mtp(e->seq, tokens + 1, NULL, n - 1, pos, 0, NULL)))
+	if (n > 1 && (rc = strata_mtp(e->seq, tokens + 1, NULL, n - 1, pos, 0, NULL)))
 		return rc;
 	e->mtp_pend = pos + n;
 	return 0;
@@ -108,7 +108,7 @@ int strata_mtp_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint3
 		return 0; /* the row before tok is missing: the feed runs nothing either */
 	e->mtp_pend = 0;
 	/* the pending row, fed tok: its logits propose the token after tok */
-	rc = strata_q4x_mtp(e->seq, &tok, e->mtp_hid, 1, pos - 1, 1, e->mtp_logits);
+	rc = strata_mtp(e->seq, &tok, e->mtp_hid, 1, pos - 1, 1, e->mtp_logits);
 	while (!rc) {
 		float p;
 		int32_t d = top1(e->mtp_logits, nv, min_p > 0, &p);
@@ -119,7 +119,7 @@ int strata_mtp_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint3
 		if (n == max)
 			break;
 		/* chained: the block's own output row is the next row's hidden state */
-		rc = strata_q4x_mtp(e->seq, &d, NULL, 1, pos + n - 1, 1, e->mtp_logits);
+		rc = strata_mtp(e->seq, &d, NULL, 1, pos + n - 1, 1, e->mtp_logits);
 	}
 	if (rc) {
 		strata_error("MTP drafter: the block failed at position %u: %s", pos + n - 1,

@@ -197,6 +197,8 @@ static void ws_layout(const struct strata_model *m, uint32_t B, int device, stru
 		w->lg = take(a, STRATA_TYPE_F32, hp->n_vocab, CTX_LOGIT_ROWS);
 	if (hp->arch == STRATA_ARCH_QWEN4EXP)
 		ws_layout_q4x(m, B, a, w);
+	else if (hp->n_nextn)
+		w->cat = take(a, STRATA_TYPE_F32, 2 * e, B);
 }
 
 size_t strata_ws_bytes(const struct strata_model *m, uint32_t b, int device)

@@ -46,6 +46,7 @@ struct pl_layer {
 	struct strata_tensor idx_q, idx_k, idx_q_norm, idx_k_norm, dn_beta, dn_alpha;
 	struct strata_tensor ple_key, ple_value, ple_nk, ple_nq, ple_nc, ple_conv;
 	struct strata_tensor mtp_hc[4], mtp_enorm, mtp_hnorm, mtp_eh; /* its MTP block's own */
+	struct strata_tensor mtp_shnorm; /* glm4moe, qwen3next: the block's head norm */
 	struct strata_tensor xh[3];  /* gate, up, down experts in the mapping [cols, rows, n] */
 	struct strata_tensor xd[3];  /* the device's slots [cols, rows, n_dev] */
 	uint32_t *dev_slot;          /* [n_expert]: slot on the device or CTX_NONE */
@@ -69,6 +70,7 @@ struct ws {
 	 * keys and chosen cells; the PLE rows, key, value, query and gated value.
 	 */
 	struct strata_tensor res, hxn, hlo, hgate, hinj, iq, ik, sel, pe, pk, pv, pq, pg;
+	struct strata_tensor cat;    /* glm4moe, qwen3next: the MTP block's [enorm; hnorm] */
 };
 
 struct strata_ctx {
@@ -114,6 +116,7 @@ struct strata_ctx {
 	uint64_t n_forward;                /* strata_ctx_forwards */
 	struct strata_backend *res_at;     /* qwen4exp: where the last pass left its residual */
 	uint32_t res_rows;                 /* and how many rows it holds (the MTP block reads them) */
+	int res_mtp;                       /* the MTP block left them (not the trunk) */
 };
 
 struct seq_layer {
@@ -142,11 +145,11 @@ void strata_seq_note_write(struct strata_seq *s, uint32_t pos);
 
 /*
  * Layers a context places and a sequence keeps state for: the trunk, and
- * qwen4exp's MTP block, which runs on its own (strata_q4x_mtp).
+ * the MTP (nextn) layers, which run on their own (strata_mtp), on the CPU.
  */
 static inline uint32_t strata_ctx_layers(const struct strata_model *m)
 {
-	return m->hp.n_layer - (m->hp.arch == STRATA_ARCH_QWEN4EXP ? 0 : m->hp.n_nextn);
+	return m->hp.n_layer;
 }
 
 /* The workspace of backend be (the CPU's or the device's). */

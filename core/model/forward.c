@@ -17,7 +17,8 @@
 
 /* ---- the blocks ------------------------------------------------------------------- */
 
-static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n)
+static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t pos,
+			   uint32_t n)
 {
 	const struct strata_hparams *hp = &c->m->hp;
 	struct pl_layer *L = &c->L[l];
@@ -38,7 +39,7 @@ static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t 
 	struct strata_op at = {
 		.code = STRATA_OP_ATTN, .dst = &ah,
 		.src = { &qh, &kh, &vh, &s->L[l].k, &s->L[l].v },
-		.p.attn = { .pos = s->pos, .scale = 1.0f / sqrtf((float)hd) },
+		.p.attn = { .pos = pos, .scale = 1.0f / sqrtf((float)hd) },
 	};
 
 	RUN(ctx_norm(be, &xn, &x, &L->attn_norm, hp->rms_eps));
@@ -64,8 +65,8 @@ static int attention_block(struct strata_ctx *c, struct strata_seq *s, uint32_t 
 
 		RUN(ctx_norm(be, &rows, &rows, &L->k_norm, hp->rms_eps));
 	}
-	RUN(ctx_rope(be, &qh, hp, &w->inv_freq, s->pos));
-	RUN(ctx_rope(be, &kh, hp, &w->inv_freq, s->pos));
+	RUN(ctx_rope(be, &qh, hp, &w->inv_freq, pos));
+	RUN(ctx_rope(be, &kh, hp, &w->inv_freq, pos));
 	RUN(strata_backend_run(be, &at));
 	if (gated) { /* qwen3next's output gate: att *= sigmoid(gate) */
 		struct strata_tensor gate = ctx_heads_of(&qg, hd, nh, n, 2 * (size_t)hd,
@@ -215,7 +216,7 @@ static int layers(struct strata_ctx *c, struct strata_seq *s, struct strata_back
 		if (c->m->layers[l].recurrent)
 			RUN(deltanet_block(c, s, l, n));
 		else
-			RUN(attention_block(c, s, l, n));
+			RUN(attention_block(c, s, l, s->pos, n));
 		RUN(ffn_block(c, l, n));
 	}
 	return 0;
@@ -252,6 +253,9 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 		rc = layers(c, s, &at, n);
 	if (!rc && logits)
 		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
+	c->res_at = at; /* the final residual rows, for the MTP block */
+	c->res_rows = n;
+	c->res_mtp = 0;
 	/* Queued device work fails here at the latest, inside this call. */
 	if (!rc && c->dev)
 		rc = strata_backend_sync(c->dev);
@@ -260,4 +264,126 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 	s->pos += n;
 	c->n_forward++;
 	return 0;
+}
+
+/* ---- the MTP (nextn) block ----------------------------------------------------------- */
+
+/*
+ * glm4moe's and qwen3next's block is a decoder layer of the trunk's kind
+ * fed eh_proj [enorm(embed(next)); hnorm(h)], where h is the final-normed
+ * hidden state (the trunk's output_norm, the block's own head norm when it
+ * chains on itself); its head norm, then the trunk's output head.  The rows
+ * in x are raw residuals: the norm is applied as they are read.
+ */
+static const struct strata_tensor *hid_norm(const struct strata_ctx *c)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+
+	return c->res_mtp ? &c->L[hp->n_layer - hp->n_nextn].mtp_shnorm : &c->output_norm_h;
+}
+
+static int mtp_layer(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
+		     uint32_t pos, uint32_t n_out, float *out)
+{
+	struct strata_ctx *c = s->c;
+	const struct strata_hparams *hp = &c->m->hp;
+	const uint32_t l = hp->n_layer - hp->n_nextn;
+	const int64_t e = hp->n_embd;
+	struct pl_layer *L = &c->L[l];
+	struct strata_backend *be = c->cpu, *at = c->cpu;
+	struct ws *w = &c->ws_cpu;
+	struct strata_buf ids_buf = { .base = (void *)next, .size = (size_t)n * 4,
+				      .flags = STRATA_BUF_HOST };
+	struct strata_tensor ids = strata_t_i32(&ids_buf, 0, n, 1);
+	struct strata_tensor x = strata_t_cols(&w->x, 0, n), xn = strata_t_cols(&w->xn, 0, n);
+	struct strata_tensor h = strata_t_cols(&w->out, 0, n), cat = strata_t_cols(&w->cat, 0, n);
+	struct strata_tensor lo = cat, hi = cat;
+	struct strata_matmul_item p = { &L->mtp_eh, &cat, NULL, &x };
+
+	lo.ne[0] = hi.ne[0] = e;
+	hi.offset += (size_t)e * sizeof(float);
+	if (hidden) {
+		memcpy(strata_tensor_data(&h), hidden, (size_t)n * e * sizeof(float));
+	} else {
+		if (n > c->res_rows)
+			return -EINVAL;
+		RUN(move_x(c, &c->res_at, be, c->res_rows));
+		RUN(ctx_norm(be, &h, &x, hid_norm(c), hp->rms_eps));
+	}
+	RUN(ctx_norm(be, &h, &h, &L->mtp_hnorm, hp->rms_eps));
+	RUN(strata_op1(be, STRATA_OP_GET_ROWS, &xn, &c->tok_embd, &ids));
+	RUN(ctx_norm(be, &xn, &xn, &L->mtp_enorm, hp->rms_eps));
+	RUN(strata_op1(be, STRATA_OP_COPY, &lo, &xn, NULL));
+	RUN(strata_op1(be, STRATA_OP_COPY, &hi, &h, NULL));
+	RUN(ctx_matmul(be, &p, 1));
+	RUN(move_x(c, &at, L->be, n));
+	RUN(attention_block(c, s, l, pos, n));
+	RUN(ffn_block(c, l, n));
+	RUN(move_x(c, &at, be, n));
+	c->res_at = be;
+	c->res_rows = n;
+	c->res_mtp = 1;
+	if (!n_out)
+		return 0;
+	x = strata_t_cols(&w->x, n - n_out, n_out);
+	xn = strata_t_cols(&w->xn, 0, n_out);
+	RUN(ctx_norm(be, &xn, &x, &L->mtp_shnorm, hp->rms_eps));
+	/* the head from the mapping: the block runs on the CPU wherever the head is */
+	return strata_ctx_logits(c, be, &c->output_h, &xn, n_out, out);
+}
+
+size_t strata_mtp_width(const struct strata_model *m)
+{
+	return (size_t)m->hp.n_embd * (m->hp.arch == STRATA_ARCH_QWEN4EXP ? m->hp.q4x.hc : 1);
+}
+
+int strata_mtp_check(const struct strata_ctx *c, const char **why)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	const uint32_t l = hp->n_layer - hp->n_nextn;
+
+	*why = NULL;
+	if (!hp->n_nextn)
+		*why = "this model has no MTP (nextn) block";
+	else if (!t_has(&c->L[l].mtp_eh) || c->m->layers[l].recurrent)
+		*why = "the MTP block was not placed";
+	else if (c->xs)
+		*why = "the MTP block does not run with streamed experts yet";
+	return *why ? -ENOTSUP : 0;
+}
+
+int strata_mtp_hidden(struct strata_seq *s, uint32_t row, float *dst)
+{
+	struct strata_ctx *c = s->c;
+	const int64_t e = c->m->hp.n_embd;
+	struct strata_buf b = { .base = dst, .size = (size_t)e * 4, .flags = STRATA_BUF_HOST };
+	struct strata_tensor d = strata_t_f32(&b, 0, e, 1), x;
+
+	if (c->m->hp.arch == STRATA_ARCH_QWEN4EXP)
+		return strata_q4x_mtp_hidden(s, row, dst);
+	if (row >= c->res_rows)
+		return -EINVAL;
+	RUN(move_x(c, &c->res_at, c->cpu, c->res_rows));
+	x = strata_t_cols(&c->ws_cpu.x, row, 1);
+	return ctx_norm(c->cpu, &d, &x, hid_norm(c), c->m->hp.rms_eps);
+}
+
+int strata_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
+	       uint32_t pos, uint32_t n_out, float *out)
+{
+	const struct strata_hparams *hp = &s->c->m->hp;
+	const char *why;
+
+	if (hp->arch == STRATA_ARCH_QWEN4EXP)
+		return strata_q4x_mtp(s, next, hidden, n, pos, n_out, out);
+	if (strata_mtp_check(s->c, &why)) {
+		strata_error("%s", why);
+		return -ENOTSUP;
+	}
+	if (n == 0 || n > s->max_batch || n_out > n || (uint64_t)pos + n > s->n_ctx)
+		return -EINVAL;
+	for (uint32_t t = 0; t < n; t++)
+		if (next[t] < 0 || (uint32_t)next[t] >= hp->n_vocab)
+			return -EINVAL;
+	return mtp_layer(s, next, hidden, n, pos, n_out, out);
 }

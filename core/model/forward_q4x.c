@@ -412,29 +412,7 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 
 /* ---- the MTP block ------------------------------------------------------------------ */
 
-size_t strata_mtp_width(const struct strata_model *m)
-{
-	return (size_t)m->hp.n_embd * (m->hp.arch == STRATA_ARCH_QWEN4EXP ? m->hp.q4x.hc : 1);
-}
-
-int strata_mtp_check(const struct strata_ctx *c, const char **why)
-{
-	const struct strata_hparams *hp = &c->m->hp;
-
-	*why = NULL;
-	if (!hp->n_nextn)
-		*why = "this model has no MTP (nextn) block";
-	else if (hp->arch != STRATA_ARCH_QWEN4EXP)
-		*why = "the MTP block runs for qwen4exp only (this architecture's nextn block is "
-		       "not built yet)";
-	else if (!t_has(&c->L[hp->n_layer - 1].mtp_eh))
-		*why = "the MTP block was not placed";
-	else if (c->xs)
-		*why = "the MTP block does not run with streamed experts yet";
-	return *why ? -ENOTSUP : 0;
-}
-
-int strata_mtp_hidden(struct strata_seq *s, uint32_t row, float *dst)
+int strata_q4x_mtp_hidden(struct strata_seq *s, uint32_t row, float *dst)
 {
 	struct strata_ctx *c = s->c;
 	const struct strata_tensor *res = &c->ws_cpu.res;

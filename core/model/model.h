@@ -421,7 +421,19 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
 		   uint32_t pos, uint32_t n_out, float *out);
 
-/* 0 when strata_q4x_mtp can run on c; -ENOTSUP with *why set (a static text) when not. */
+/*
+ * The MTP block of any architecture (forward.c): qwen4exp's as above;
+ * glm4moe's and qwen3next's (the first nextn layer) read the final-normed
+ * hidden state (the trunk's output_norm of its rows, or the block's own
+ * head norm of its rows when chained), with the same contract.
+ */
+int strata_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
+	       uint32_t pos, uint32_t n_out, float *out);
+
+/* strata_mtp_hidden for qwen4exp (forward_q4x.c). */
+int strata_q4x_mtp_hidden(struct strata_seq *s, uint32_t row, float *dst);
+
+/* 0 when strata_mtp can run on c; -ENOTSUP with *why set (a static text) when not. */
 int strata_mtp_check(const struct strata_ctx *c, const char **why);
 
 /* The floats of one row of the hidden state the MTP block reads. */

@@ -203,15 +203,23 @@ static void host_layer(struct strata_ctx *c, uint32_t l)
 		L->w_up = h_mat(c, &M->w_up);
 		L->w_down = h_mat(c, &M->w_down);
 	}
-	if (hp->arch == STRATA_ARCH_QWEN4EXP)
+	if (hp->arch == STRATA_ARCH_QWEN4EXP) {
 		host_layer_q4x(c, l);
+	} else if (l >= hp->n_layer - hp->n_nextn) { /* an MTP block: its head norm or the trunk's */
+		L->mtp_enorm = h_f32(c, M->nextn.enorm, hp->n_embd, 1);
+		L->mtp_hnorm = h_f32(c, M->nextn.hnorm, hp->n_embd, 1);
+		L->mtp_eh = h_mat(c, &M->nextn.eh_proj);
+		L->mtp_shnorm = h_f32(c, M->nextn.shared_head_norm ? M->nextn.shared_head_norm
+								: c->m->output_norm, hp->n_embd, 1);
+	}
 	dense_list(L, v);
 	for (int i = 0; i < N_DENSE; i++)
 		L->dense_bytes += v[i]->buf ? align_up(t_bytes(v[i])) : 0;
 	for (int p = 0; M->moe && p < 3; p++)
 		c->st.host_weight_bytes += t_bytes(&L->xh[p]);
 	c->st.host_weight_bytes += L->dense_bytes;
-	c->st.experts += M->moe ? hp->n_expert : 0;
+	/* the placement's figures count the trunk's experts; an MTP block's stay here */
+	c->st.experts += M->moe && l < hp->n_layer - hp->n_nextn ? hp->n_expert : 0;
 }
 
 size_t strata_layer_state_bytes(const struct strata_model *m, uint32_t l, uint32_t n_ctx)

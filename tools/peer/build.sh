@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # peer/build.sh - llama.cpp, built here, as strata's reference: llama-bench
-# (tools/bench.sh) and peer-tokenize (tools/peer/tokenize.cpp against libllama,
-# for tools/peer/tokcmp.sh).
+# (tools/bench.sh), peer-tokenize (tools/peer/tokenize.cpp against libllama,
+# for tools/peer/tokcmp.sh) and peer-mtp (tools/peer/mtp.cpp: llama.cpp's MTP
+# head, for tools/peer/mtpcmp.sh).
 #
 #   tools/peer/build.sh          build what is missing into build/peer/, print its bin dir
 #
@@ -34,8 +35,9 @@ run() {
 }
 
 bin=$peer/bin
-if [ -x "$bin/llama-bench" ] && [ -x "$bin/peer-tokenize" ] &&
+if [ -x "$bin/llama-bench" ] && [ -x "$bin/peer-tokenize" ] && [ -x "$bin/peer-mtp" ] &&
 	[ ! "$root/tools/peer/tokenize.cpp" -nt "$bin/peer-tokenize" ] &&
+	[ ! "$root/tools/peer/mtp.cpp" -nt "$bin/peer-mtp" ] &&
 	[ "$(cat "$peer/COMMIT" 2>/dev/null)" = "$commit" ]; then
 	echo "$bin"
 	exit 0
@@ -78,5 +80,9 @@ ln -sf "$peer/build/bin/llama-bench" "$bin/llama-bench"
 run "$peer/tokenize.log" c++ -O2 -Wall -Wextra -Werror -o "$bin/peer-tokenize" "$root/tools/peer/tokenize.cpp" \
 	-I"$peer/src/include" -I"$peer/src/ggml/include" -L"$peer/build/bin" -lllama -lggml -lggml-base \
 	-Wl,-rpath,"$peer/build/bin"
+# The MTP driver: llama.cpp's staging header (src/llama-ext.h) too.
+run "$peer/mtp.log" c++ -O2 -Wall -Wextra -Werror -o "$bin/peer-mtp" "$root/tools/peer/mtp.cpp" \
+	-I"$peer/src/include" -I"$peer/src/src" -I"$peer/src/ggml/include" -L"$peer/build/bin" \
+	-lllama -lggml -lggml-base -Wl,-rpath,"$peer/build/bin"
 echo "$commit" >"$peer/COMMIT"
 echo "$bin"
