@@ -16,7 +16,8 @@
  *    one-token decoding token for token, the drafts verified and rejected;
  *  - [spec] min_p ends the chain: at 1 nothing is drafted;
  *  - bad input: drafter = mtp on a model without a nextn block, or with
- *    streamed experts, is refused; auto falls back to lookup there.
+ *    streamed experts, is refused; auto falls back to lookup there; a nextn
+ *    block missing a tensor is one error naming the file and the tensor.
  */
 #include <check.h>
 #include <errno.h>
@@ -25,6 +26,8 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_write.h"
 #include "slog.h"
 #include "testutil.h"
 
@@ -343,6 +346,61 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* Copy a shared model to dst without the tensor `drop`. */
+static void copy_without(const char *name, const char *dst, const char *drop)
+{
+	char *src = model_path(name);
+	struct strata_gguf *g;
+	struct strata_gguf_writer *w;
+
+	ck_assert_int_eq(strata_gguf_open(src, &g), 0);
+	ck_assert_int_eq(strata_gguf_writer_open(dst, &w), 0);
+	for (int64_t i = 0; i < strata_gguf_n_kv(g); i++)
+		ck_assert_int_eq(strata_gguf_writer_copy_kv(w, g, i), 0);
+	for (int pass = 0; pass < 2; pass++)
+		for (int64_t i = 0; i < strata_gguf_n_tensors(g); i++) {
+			const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+			char tn[96];
+
+			snprintf(tn, sizeof(tn), "%.*s", (int)t->name.len, t->name.s);
+			if (strcmp(tn, drop) == 0)
+				continue;
+			if (pass == 0)
+				ck_assert_int_ge(strata_gguf_writer_add_tensor(w, tn, t->type, t->n_dims,
+									       t->ne), 0);
+			else
+				ck_assert_int_eq(strata_gguf_writer_write(w, t->data, t->size), 0);
+		}
+	ck_assert_int_eq(strata_gguf_writer_commit(w), 0);
+	strata_gguf_writer_close(w);
+	strata_gguf_close(g);
+	free(src);
+}
+
+/* A nextn block short of a tensor: the model is refused, once, naming both. */
+START_TEST(block_missing_a_tensor)
+{
+	static const char *const drop[] = { "blk.4.nextn.hnorm.weight", "blk.4.nextn.eh_proj.weight",
+					    "blk.3.nextn.enorm.weight" };
+	const char *dir = tu_tmpdir();
+	struct strata_model *m = NULL;
+	char path[512];
+	int rc;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/%s-short.gguf", dir, g_models[_i]);
+	copy_without(g_models[_i], path, drop[_i]);
+	tu_log_capture();
+	rc = strata_model_load(path, &m);
+	tu_log_release();
+	printf("refused as expected: %s", tu_log);
+	ck_assert_int_eq(rc, -EINVAL);
+	ck_assert_ptr_null(m);
+	ck_assert_int_eq(tu_log_lines, 1);
+	ck_assert_msg(strstr(tu_log, path) && strstr(tu_log, drop[_i]), "%s", tu_log);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mtp");
@@ -355,6 +413,7 @@ int main(void)
 	tcase_add_loop_test(tc, greedy_identical, 0, 3);
 	tcase_add_test(tc, min_p_ends_the_chain);
 	tcase_add_test(tc, refusals);
+	tcase_add_loop_test(tc, block_missing_a_tensor, 0, 3);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(peer, 600);
 	tcase_add_loop_test(peer, peer_rows, 0, 6);

@@ -217,7 +217,7 @@ static double mtp_diff(const char *prompt, uint32_t chunk, uint32_t pos0)
 		uint32_t k = rows - i < chunk ? rows - i : chunk;
 
 		ck_assert_int_eq(strata_forward(r.s, g.tokens + i, k, trunk + (size_t)i * nv, 1), 0);
-		ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + i + 1, NULL, k, pos0 + i, k,
+		ck_assert_int_eq(strata_mtp(r.s, g.tokens + i + 1, NULL, k, pos0 + i, k,
 						mtp + (size_t)i * nv), 0);
 	}
 	d = tu_max_abs_diff(mtp, mg.logits, (size_t)rows * nv);
@@ -275,12 +275,12 @@ START_TEST(mtp_block_from_saved_rows)
 		ck_assert_int_eq(strata_mtp_hidden(r.s, i, hid + (size_t)i * wd), 0);
 	ck_assert_int_eq(strata_mtp_hidden(r.s, rows, hid), -EINVAL); /* past the pass's rows */
 	for (uint32_t i = 0; i < rows; i++)
-		ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + i + 1, hid + (size_t)i * wd, 1, i, 1,
+		ck_assert_int_eq(strata_mtp(r.s, g.tokens + i + 1, hid + (size_t)i * wd, 1, i, 1,
 						mtp + (size_t)i * nv), 0);
 	ck_assert_double_le(tu_max_abs_diff(mtp, mg.logits, (size_t)rows * nv), 1e-3);
 	/* no head: the rows still land in the block's keys (the next row reads them) */
-	ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + 1, hid, 1, 0, 0, NULL), 0);
-	ck_assert_int_eq(strata_q4x_mtp(r.s, g.tokens + 1, hid, 2, 0, 3, mtp), -EINVAL);
+	ck_assert_int_eq(strata_mtp(r.s, g.tokens + 1, hid, 1, 0, 0, NULL), 0);
+	ck_assert_int_eq(strata_mtp(r.s, g.tokens + 1, hid, 2, 0, 3, mtp), -EINVAL);
 	free(trunk);
 	free(hid);
 	free(mtp);

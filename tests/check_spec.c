@@ -347,7 +347,8 @@ START_TEST(adapt_skips_costly_windows)
 	strata_spec_note(e, 4.0, 2, 1); /* a window: 2 ms per token */
 	ck_assert_uint_eq(strata_spec_draft(e, p[n - 1], d, 3), 0); /* no one-token figure yet */
 	strata_spec_note(e, 1.0, 1, 0);
-	for (int i = 0; i < 32; i++)
+	/* windows cost twice as much: a probe in 50 (r - 1) = 50 chances */
+	for (int i = 0; i < 100; i++)
 		drafted += strata_spec_draft(e, p[n - 1], d, 3) > 0;
 	ck_assert_int_eq(drafted, 2);
 	for (int i = 0; i < 20; i++) /* windows turn cheap: 0.5 ms per token */

@@ -19,6 +19,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "sample/draft.h"
@@ -29,22 +30,30 @@
 
 /*
  * Whether a window is worth its cost.  A window of k drafts costs more than
- * a one-token pass (more rows; on a MoE more experts read), so it pays only
- * when enough drafts are kept: compared per committed token, the cost of
- * both kinds measured as decode runs (moving averages).  With windows
- * costing more, one chance in 16 still drafts to measure again (the text
- * may have turned repetitive); with no one-token figure yet, the next pass
- * makes one.
+ * a one-token pass (more rows; on a MoE more experts read; a recurrent
+ * model's rejected window feeds its kept prefix again; MTP drafts run the
+ * block), so it pays only when enough drafts are kept: compared per
+ * committed token, the cost of both kinds measured as decode runs (moving
+ * averages).  With windows costing r times more, a window still drafts now
+ * and then to measure again (the text may have turned repetitive): one
+ * costs about r - 1 one-token passes more, so one chance in 50 (r - 1), and
+ * at least in 16, keeps that under 2%.  With no one-token figure yet, the
+ * next pass makes one.
  */
 static int worth_drafting(struct strata_engine *e)
 {
+	double r;
+	uint32_t every;
+
 	if (!e->cfg.spec_adapt || e->spec_ms_win <= 0)
 		return 1;
 	if (e->spec_ms_one <= 0)
 		return 0;
 	if (e->spec_ms_win <= e->spec_ms_one)
 		return 1;
-	return ++e->spec_probe % 16 == 0;
+	r = e->spec_ms_win / e->spec_ms_one;
+	every = r > 21 ? 1000 : (uint32_t)ceil(50 * (r - 1));
+	return ++e->spec_probe % (every < 16 ? 16 : every) == 0;
 }
 
 void strata_spec_note(struct strata_engine *e, double ms, uint32_t n, int window)
@@ -58,8 +67,14 @@ int strata_spec_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint
 {
 	const struct strata_config *c = &e->cfg;
 
-	if (!e->drafter || max == 0 || !worth_drafting(e))
+	if (!e->drafter || max == 0)
 		return 0;
+	if (!worth_drafting(e)) {
+		/* Nor the MTP block's row (a layer a token): the block's keys keep a hole
+		 * there, which a later draft may feel; verification keeps the output. */
+		e->mtp_pend = 0;
+		return 0;
+	}
 	if (e->drafter == STRATA_DRAFT_MTP)
 		return strata_mtp_draft(e, tok, draft, max);
 	/* The history has room: the caller checked the context is not full. */

@@ -374,8 +374,6 @@ int strata_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, u
 	const struct strata_hparams *hp = &s->c->m->hp;
 	const char *why;
 
-	if (hp->arch == STRATA_ARCH_QWEN4EXP)
-		return strata_q4x_mtp(s, next, hidden, n, pos, n_out, out);
 	if (strata_mtp_check(s->c, &why)) {
 		strata_error("%s", why);
 		return -ENOTSUP;
@@ -385,5 +383,7 @@ int strata_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, u
 	for (uint32_t t = 0; t < n; t++)
 		if (next[t] < 0 || (uint32_t)next[t] >= hp->n_vocab)
 			return -EINVAL;
+	if (hp->arch == STRATA_ARCH_QWEN4EXP)
+		return strata_q4x_mtp(s, next, hidden, n, pos, n_out, out);
 	return mtp_layer(s, next, hidden, n, pos, n_out, out);
 }

@@ -443,17 +443,7 @@ int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, const float *hidde
 	struct strata_tensor res = strata_t_cols(&w->res, 0, n);
 	struct strata_tensor cat = strata_t_f32(w->hgate.buf, w->hgate.offset, 2 * e, n);
 	struct strata_tensor xn = strata_t_cols(&w->xn, 0, n_out);
-	const char *why;
 
-	if (strata_mtp_check(c, &why)) {
-		strata_error("%s", why);
-		return -ENOTSUP;
-	}
-	if (n == 0 || n > s->max_batch || n_out > n || (uint64_t)pos + n > s->n_ctx)
-		return -EINVAL;
-	for (uint32_t t = 0; t < n; t++)
-		if (next[t] < 0 || (uint32_t)next[t] >= hp->n_vocab)
-			return -EINVAL;
 	if (hidden) {
 		memcpy(strata_tensor_data(&res), hidden, (size_t)n * strata_mtp_width(c->m) * 4);
 		c->res_at = be;

@@ -406,29 +406,27 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 		   int all_logits);
 
 /*
- * qwen4exp's MTP block (forward_q4x.c), right after a strata_forward (or an
- * earlier call of its own) whose residual rows it reads, or fed hidden: row
+ * The model's MTP (nextn) block (forward.c), right after a strata_forward
+ * (or an earlier call of its own) whose rows it reads, or fed hidden: row
  * t is fed next[t] and hidden row t (n rows of strata_mtp_width floats;
- * NULL: the workspace's rows 0..n-1, the 4-stream residual before the
- * head), attends over its own rows at positions pos.. (their keys kept in
- * the sequence, rows below pos as earlier calls left them), and leaves its
- * own output residual in the workspace rows 0..n-1 (what a chained call
- * reads through strata_mtp_hidden).  The logits of its last n_out rows
- * (n_vocab floats a row) go to out; n_out 0 skips the head.  0, -ENOTSUP
- * when strata_mtp_check refuses (logged), -EINVAL for bad arguments, or an
- * op's -errno.
- */
-int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
-		   uint32_t pos, uint32_t n_out, float *out);
-
-/*
- * The MTP block of any architecture (forward.c): qwen4exp's as above;
- * glm4moe's and qwen3next's (the first nextn layer) read the final-normed
- * hidden state (the trunk's output_norm of its rows, or the block's own
- * head norm of its rows when chained), with the same contract.
+ * NULL: the workspace's rows 0..n-1 of the last pass), attends over its
+ * own rows at positions pos.. (their keys kept in the sequence, rows below
+ * pos as earlier calls left them), and leaves its own output rows in the
+ * workspace (what a chained call reads through strata_mtp_hidden).  The
+ * logits of its last n_out rows (n_vocab floats a row) go to out; n_out 0
+ * skips the head.  The hidden state is qwen4exp's 4-stream residual before
+ * the head; glm4moe's and qwen3next's (their first nextn layer) the
+ * final-normed one: the trunk's output_norm of its rows, or the block's
+ * own head norm of its rows when chained.  0, -ENOTSUP when
+ * strata_mtp_check refuses (logged), -EINVAL for bad arguments, or an op's
+ * -errno.
  */
 int strata_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
 	       uint32_t pos, uint32_t n_out, float *out);
+
+/* strata_mtp for qwen4exp (forward_q4x.c), its arguments checked. */
+int strata_q4x_mtp(struct strata_seq *s, const int32_t *next, const float *hidden, uint32_t n,
+		   uint32_t pos, uint32_t n_out, float *out);
 
 /* strata_mtp_hidden for qwen4exp (forward_q4x.c). */
 int strata_q4x_mtp_hidden(struct strata_seq *s, uint32_t row, float *dst);
