@@ -8,6 +8,8 @@
  *    there keeps exactly o drafts, proposes the model's own token, and leaves
  *    the sequence as one-token decoding would (the logits of the tokens fed
  *    after it match), for every offset, on attention and recurrent models;
+ *    qwen3next's replay of the logged DeltaNet inputs (no re-feed) agrees
+ *    with feeding the kept prefix again;
  *  - sampling: at temperature 1 the tokens' frequencies over many seeds match
  *    one-token decoding's (chi-square homogeneity), and the same test tells
  *    a different temperature apart;
@@ -152,7 +154,7 @@ START_TEST(rollback_every_offset)
 {
 	static const int pick[] = { 1, 4, 5 }; /* llama, qwen3next, qwen4exp */
 	const char *model = tu_shared(g_models[pick[_i]]);
-	struct strata_engine *ref, *e;
+	struct strata_engine *ref, *e, *fed;
 	struct strata_gen_params gp;
 	struct strata_stats st;
 	struct ids t;
@@ -165,6 +167,8 @@ START_TEST(rollback_every_offset)
 		TU_SKIP("../shared/%s is absent", g_models[pick[_i]]);
 	ref = engine(model, "1", "none");
 	e = engine(model, "8", "lookup");
+	fed = engine(model, "8", "lookup");
+	fed->spec_refeed = 1; /* recurrent: the kept prefix fed again, to hold the log's replay to */
 	nv = (int32_t)e->model->hp.n_vocab;
 	p = tokens(ref, g_prompt, &n);
 	strata_engine_gen_defaults(ref, &gp);
@@ -174,7 +178,7 @@ START_TEST(rollback_every_offset)
 	want = malloc((size_t)AFTER * nv * sizeof(float));
 	ck_assert_ptr_nonnull(want);
 	for (int o = 0; o <= K; o++) {
-		struct strata_spec_run sr = { .smp = e->sampler };
+		struct strata_spec_run sr = { .smp = e->sampler }, sf = { .smp = fed->sampler };
 		const struct strata_spec_hooks hooks = { NULL, keep_all, NULL };
 		int32_t d[8];
 
@@ -186,12 +190,20 @@ START_TEST(rollback_every_offset)
 				memcpy(want + (size_t)(i - o - 1) * nv, ref->logits, nv * sizeof(float));
 		}
 		ck_assert_int_eq(restart(e, p, n), t.id[0]);
+		ck_assert_int_eq(restart(fed, p, n), t.id[0]);
 		for (int i = 0; i < K; i++)
 			d[i] = i == o ? (t.id[i + 1] + 1) % nv : t.id[i + 1];
-		if (strata_seq_recurrent(e->seq))
+		if (strata_seq_recurrent(e->seq)) {
 			ck_assert_int_eq(strata_seq_snapshot_create(e->seq, &sr.snap), 0);
+			ck_assert_int_eq(strata_seq_snapshot_create(fed->seq, &sf.snap), 0);
+		}
 		ck_assert_int_eq(strata_spec_window(e, &sr, t.id[0], d, (uint32_t)K, &hooks), 0);
+		ck_assert_int_eq(strata_spec_window(fed, &sf, t.id[0], d, (uint32_t)K, &hooks), 0);
 		strata_seq_snapshot_free(sr.snap);
+		strata_seq_snapshot_free(sf.snap);
+		/* qwen3next replays its log; qwen4exp (no log yet) feeds again */
+		ck_assert_uint_eq(sr.refed, _i == 2 && o < K);
+		ck_assert_uint_eq(sf.refed, _i > 0 && o < K);
 		ck_assert_uint_eq(sr.accepted, (uint32_t)(o < K ? o : K));
 		ck_assert_int_eq(sr.has_next, o < K);
 		if (o < K)
@@ -206,6 +218,12 @@ START_TEST(rollback_every_offset)
 			double dl;
 
 			ck_assert_int_eq(strata_engine_feed(e, &t.id[i], 1, NULL), 0);
+			ck_assert_int_eq(strata_engine_feed(fed, &t.id[i], 1, NULL), 0);
+			/* the replay keeps the window's own rows (the chunked rule's), a feed
+			 * again makes them anew (the one-token rule's for one row) */
+			ck_assert_msg(tu_max_abs_diff(e->logits, fed->logits, (size_t)nv) <= 1e-4,
+				      "%s offset %d, token %d: replay and re-feed differ",
+				      g_models[pick[_i]], o, i);
 			dl = tu_max_abs_diff(e->logits, want + (size_t)(i - o - 1) * nv, (size_t)nv);
 			/* attention: bit for bit (the kernels sum a token's products in the
 			 * same order at any batch size); DeltaNet's chunked rule is another
@@ -217,6 +235,7 @@ START_TEST(rollback_every_offset)
 	}
 	free(want);
 	free(p);
+	strata_engine_free(fed);
 	strata_engine_free(e);
 	strata_engine_free(ref);
 }

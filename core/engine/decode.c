@@ -14,7 +14,10 @@
  * Rollback: attention rows past the kept prefix are cut (appending never
  * rewrote the rows below).  A recurrent state (DeltaNet conv and SSM,
  * qwen4exp's n-gram history) cannot be cut: it is saved before the window
- * and, when a draft was rejected, restored and the kept prefix fed again.
+ * and, when a draft was rejected, restored; then the DeltaNet op runs again
+ * on the kept rows' inputs, logged as the window went through (no matmul,
+ * no expert: the op alone), or, where the log cannot serve (qwen4exp, a
+ * state on a device), the kept prefix is fed again.
  */
 #include "engine.h"
 
@@ -89,8 +92,9 @@ static int roll_back(struct strata_engine *e, struct strata_spec_run *sr, uint32
 {
 	int rc;
 
-	if (!sr->snap) {
-		rc = strata_seq_truncate(e->seq, pos0 + n_keep);
+	if (!sr->snap || sr->replay) {
+		rc = sr->snap ? strata_seq_window_keep(e->seq, sr->snap, n_keep)
+			      : strata_seq_truncate(e->seq, pos0 + n_keep);
 		if (!rc)
 			e->n_hist = pos0 + n_keep;
 		return rc;
@@ -98,6 +102,7 @@ static int roll_back(struct strata_engine *e, struct strata_spec_run *sr, uint32
 	if ((rc = strata_seq_restore(e->seq, sr->snap)))
 		return rc;
 	e->n_hist = pos0;
+	sr->refed++;
 	return strata_engine_feed(e, w, n_keep, NULL);
 }
 
@@ -117,6 +122,8 @@ int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int3
 			     strerror(-rc));
 		return rc;
 	}
+	/* the log, where it serves, spares a rejected window feeding its kept prefix again */
+	sr->replay = sr->snap && !e->spec_refeed && strata_seq_window_begin(e->seq, k + 1) == 0;
 	if ((rc = strata_engine_feed(e, w, k + 1, e->spec_rows)))
 		return rc;
 	sr->windows++;
@@ -145,7 +152,8 @@ int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int3
 		return rc;
 	}
 	/* the MTP block's rows of the kept prefix (a re-feed ran them already) */
-	if (e->mtp_logits && !(j < k && sr->snap) && (rc = strata_mtp_after(e, w, j + 1, pos0)))
+	if (e->mtp_logits && !(j < k && sr->snap && !sr->replay) &&
+	    (rc = strata_mtp_after(e, w, j + 1, pos0)))
 		return rc;
 	return stop;
 }

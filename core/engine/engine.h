@@ -49,6 +49,7 @@ struct strata_engine {
 	float *spec_rows;               /* [window][n_vocab]: a verify pass's logits; NULL: no drafter */
 	double spec_ms_one, spec_ms_win; /* decode's ms per token: one-token passes, verify windows */
 	uint32_t spec_probe;            /* drafts skipped since windows last cost more */
+	int spec_refeed;                /* tests: roll recurrent windows back by feeding again */
 	int drafter;                    /* STRATA_DRAFT_*: [spec] drafter with auto resolved */
 	float *mtp_hid;                 /* [strata_mtp_width]: the pending row's hidden state */
 	float *mtp_logits;              /* [n_vocab]: the MTP block's last row; NULL: no MTP */
@@ -105,7 +106,9 @@ struct strata_spec_run {
 	struct strata_seq_snapshot *snap; /* recurrent models: the state before a window */
 	int32_t next;                     /* a token already chosen (a rejected draft's replacement) */
 	int has_next;
+	int replay;                       /* this window's DeltaNet inputs are logged */
 	uint32_t windows, drafted, accepted;
+	uint32_t refed;                   /* windows whose kept prefix was fed again */
 };
 
 /*
@@ -155,9 +158,11 @@ struct strata_spec_hooks {
  * the sampler (strata_sampler_verify), each against its row as h->row left
  * it; h->keep is called for each kept draft.  A rejected draft's
  * replacement goes to sr->next.  The rows after the kept ones are rolled
- * back: cut for attention, the snapshot restored and the kept prefix fed
- * again for recurrent states.  Returns 1 when a hook stopped, 0 to go on,
- * or -errno (logged).
+ * back: cut for attention; for recurrent states the snapshot restored and
+ * the DeltaNet op run again on the kept rows' logged inputs
+ * (strata_seq_window_keep), or, where the log cannot serve (qwen4exp, a
+ * state on a device), the kept prefix fed again.  Returns 1 when a hook
+ * stopped, 0 to go on, or -errno (logged).
  */
 int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int32_t tok,
 		       const int32_t *draft, uint32_t k, const struct strata_spec_hooks *h);

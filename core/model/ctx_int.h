@@ -138,6 +138,11 @@ struct strata_seq {
 	size_t state_floats;         /* conv + ssm floats over all DeltaNet layers */
 	struct strata_seq_snapshot *snaps; /* bound snapshots, a list */
 	struct strata_ple_hist ple;  /* qwen4exp: the two tokens before pos */
+	/* a verify window's DeltaNet inputs, to replay a kept prefix (forward.c) */
+	float *wlog;                 /* [n_dn][wlog_cap rows][conv input, z, b and a], host */
+	uint32_t wlog_cap, wlog_n;   /* rows a layer holds; rows the last pass logged */
+	uint32_t wlog_pos;           /* where that pass started */
+	int wlog_armed;              /* the next pass logs */
 };
 
 /* Rows from position pos on are about to be written: stale the snapshots they break. */

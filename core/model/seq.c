@@ -127,6 +127,7 @@ void strata_seq_free(struct strata_seq *s)
 		if (s->L[l].be)
 			strata_backend_buf_free(s->L[l].be, &s->L[l].buf);
 	free(s->L);
+	free(s->wlog);
 	free(s);
 }
 
