@@ -138,12 +138,27 @@ struct strata_seq {
 	size_t state_floats;         /* conv + ssm floats over all DeltaNet layers */
 	struct strata_seq_snapshot *snaps; /* bound snapshots, a list */
 	struct strata_ple_hist ple;  /* qwen4exp: the two tokens before pos */
-	/* a verify window's DeltaNet inputs, to replay a kept prefix (forward.c) */
-	float *wlog;                 /* [n_dn][wlog_cap rows][conv input, z, b and a], host */
-	uint32_t wlog_cap, wlog_n;   /* rows a layer holds; rows the last pass logged */
+	/* a verify window's log, to keep a prefix without feeding it again (wlog.c) */
+	float *wlog;                 /* per DeltaNet layer: wlog_cap rows of each op input */
+	int32_t *wlog_tok;           /* [wlog_cap] the pass's tokens */
+	uint32_t wlog_cap, wlog_rows, wlog_n; /* rows it holds; the pass's; rows logged (0: none) */
 	uint32_t wlog_pos;           /* where that pass started */
 	int wlog_armed;              /* the next pass logs */
 };
+
+/*
+ * The log's part for layer l, rows [0, n): t[0] the DeltaNet conv input,
+ * t[1] z, t[2] [b, a], t[3] the PLE conv input (its layer only, else empty).
+ * The passes copy their rows in while s->wlog_armed.
+ */
+void strata_wlog_views(struct strata_seq *s, uint32_t l, uint32_t n, struct strata_buf *b,
+		       struct strata_tensor t[4]);
+/* Around a pass of n tokens: the tokens in; then, when it succeeded (rc 0), the rows count. */
+void strata_wlog_open(struct strata_seq *s, const int32_t *tokens, uint32_t n);
+void strata_wlog_close(struct strata_seq *s, int rc);
+/* Layer l's ops again on the log's n rows t (forward.c, forward_q4x.c). */
+int strata_dn_replay(struct strata_seq *s, uint32_t l, struct strata_tensor t[4], uint32_t n);
+int strata_q4x_replay(struct strata_seq *s, uint32_t l, struct strata_tensor t[4], uint32_t n);
 
 /* Rows from position pos on are about to be written: stale the snapshots they break. */
 void strata_seq_note_write(struct strata_seq *s, uint32_t pos);

@@ -129,39 +129,6 @@ static struct strata_op dn_op(struct strata_ctx *c, struct strata_seq *s, uint32
 	return dn;
 }
 
-/*
- * The window log of a sequence (strata_seq_window_begin): per DeltaNet
- * layer, its op's inputs of each row, so that a kept prefix is the op run
- * again on its rows from the state before the window.  Layout per layer:
- * cap rows of the conv input, of z, of [b, a].
- */
-static size_t wlog_floats(const struct strata_hparams *hp, uint32_t rows)
-{
-	const size_t ch = 2 * (size_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
-
-	return rows * (ch + hp->ssm_d_inner + 2 * (size_t)hp->ssm_dt_rank);
-}
-
-/* Layer l's part of the log as the op's three inputs, rows [0, n). */
-static void wlog_views(struct strata_seq *s, uint32_t l, uint32_t n, struct strata_buf *b,
-		       struct strata_tensor t[3])
-{
-	const struct strata_hparams *hp = &s->m->hp;
-	const int64_t ch = 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;
-	const size_t per = wlog_floats(hp, s->wlog_cap);
-	size_t at = 0;
-
-	for (uint32_t i = 0; i < l; i++) /* the DeltaNet layers below l */
-		at += s->m->layers[i].recurrent ? per : 0;
-	*b = (struct strata_buf){ .base = s->wlog, .size = s->n_dn * per * sizeof(float),
-				  .flags = STRATA_BUF_HOST };
-	t[0] = strata_t_f32(b, at * sizeof(float), ch, n);
-	at += (size_t)s->wlog_cap * ch;
-	t[1] = strata_t_f32(b, at * sizeof(float), hp->ssm_d_inner, n);
-	at += (size_t)s->wlog_cap * hp->ssm_d_inner;
-	t[2] = strata_t_f32(b, at * sizeof(float), 2 * (int64_t)hp->ssm_dt_rank, n);
-}
-
 /* The DeltaNet mixer in place of attention (qwen3next's linear layers). */
 static int deltanet_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n)
 {
@@ -188,9 +155,9 @@ static int deltanet_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l
 		RUN(unpack_qkvz(be, hp, w, n));
 	if (s->wlog_armed) { /* the op reads its inputs, never writes them: logged as they go in */
 		struct strata_buf b;
-		struct strata_tensor t[3];
+		struct strata_tensor t[4];
 
-		wlog_views(s, l, n, &b, t);
+		strata_wlog_views(s, l, n, &b, t);
 		RUN(strata_op1(be, STRATA_OP_COPY, &t[0], &qkv, NULL));
 		RUN(strata_op1(be, STRATA_OP_COPY, &t[1], &z, NULL));
 		RUN(strata_op1(be, STRATA_OP_COPY, &t[2], &ba, NULL));
@@ -303,17 +270,11 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 		c->n_forward += !rc;
 		return rc;
 	}
-	if (s->wlog_armed && n > s->wlog_cap)
-		s->wlog_armed = 0;
-	s->wlog_n = 0;
+	strata_wlog_open(s, tokens, n);
 	rc = embed(c, tokens, n);
 	if (!rc)
 		rc = layers(c, s, &at, n);
-	if (s->wlog_armed && !rc) {
-		s->wlog_n = n;
-		s->wlog_pos = s->pos;
-	}
-	s->wlog_armed = 0;
+	strata_wlog_close(s, rc);
 	if (!rc && logits)
 		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
 	c->res_at = at; /* the final residual rows, for the MTP block */
@@ -329,56 +290,15 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 	return 0;
 }
 
-/* ---- verify windows: a kept prefix from the log ----------------------------------- */
+/* ---- verify windows: a kept prefix from the log (wlog.c) ------------------------- */
 
-int strata_seq_window_begin(struct strata_seq *s, uint32_t rows)
-{
-	const struct strata_hparams *hp = &s->m->hp;
-	float *log;
-
-	s->wlog_armed = 0;
-	s->wlog_n = 0;
-	if (hp->arch == STRATA_ARCH_QWEN4EXP || !s->n_dn || rows == 0 || rows > s->max_batch)
-		return -ENOTSUP;
-	for (uint32_t l = 0; l < hp->n_layer - hp->n_nextn; l++)
-		if (s->m->layers[l].recurrent && !s->L[l].be->is_cpu)
-			return -ENOTSUP; /* a device's state: the snapshot and a re-feed */
-	if (rows > s->wlog_cap) {
-		if (!(log = realloc(s->wlog, s->n_dn * wlog_floats(hp, rows) * sizeof(float))))
-			return -ENOMEM;
-		s->wlog = log;
-		s->wlog_cap = rows;
-	}
-	s->wlog_armed = 1;
-	return 0;
-}
-
-int strata_seq_window_keep(struct strata_seq *s, const struct strata_seq_snapshot *snap,
-			   uint32_t n_keep)
+int strata_dn_replay(struct strata_seq *s, uint32_t l, struct strata_tensor t[4], uint32_t n)
 {
 	struct strata_ctx *c = s->c;
-	const uint32_t pos0 = s->wlog_pos;
-	int rc;
+	struct strata_tensor o = strata_t_cols(&c->ws_cpu.o, 0, n);
+	struct strata_op dn = dn_op(c, s, l, &t[0], &t[1], &t[2], &o);
 
-	if (!s->wlog_n || n_keep == 0 || n_keep > s->wlog_n || s->pos != pos0 + s->wlog_n ||
-	    strata_seq_snapshot_pos(snap) != pos0)
-		return -EINVAL;
-	if ((rc = strata_seq_restore(s, snap)))
-		return rc;
-	for (uint32_t l = 0; l < c->m->hp.n_layer - c->m->hp.n_nextn; l++) {
-		struct strata_tensor o = strata_t_cols(&c->ws_cpu.o, 0, n_keep), t[3];
-		struct strata_buf b;
-		struct strata_op dn;
-
-		if (!c->m->layers[l].recurrent)
-			continue;
-		wlog_views(s, l, n_keep, &b, t);
-		dn = dn_op(c, s, l, &t[0], &t[1], &t[2], &o);
-		RUN(strata_backend_run(c->L[l].be, &dn));
-	}
-	s->pos = pos0 + n_keep;
-	s->wlog_n = 0;
-	return 0;
+	return strata_backend_run(c->L[l].be, &dn);
 }
 
 /* ---- the MTP (nextn) block ----------------------------------------------------------- */

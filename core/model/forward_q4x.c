@@ -176,6 +176,36 @@ static int attention(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uin
 	return ctx_matmul(be, it, 1);
 }
 
+/* Layer l's DeltaNet op in qwen4exp's form: the conv input qkv, z and [b, a] into o. */
+static struct strata_op dn_op(struct strata_ctx *c, struct strata_seq *s, uint32_t l,
+			      struct strata_tensor *qkv, struct strata_tensor *z,
+			      struct strata_tensor *ba, struct strata_tensor *o)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	struct pl_layer *L = &c->L[l];
+	struct strata_op dn = {
+		.code = STRATA_OP_DELTANET_TILED, .dst = o,
+		.src = { qkv, z, ba, &s->L[l].conv, &s->L[l].ssm, &L->dn_conv, &L->dn_dt_bias,
+			 &L->dn_a },
+		.p.dn = { .norm = &L->dn_norm, .n_group = hp->ssm_n_group,
+			  .d_state = hp->ssm_d_state, .n_head_v = hp->ssm_dt_rank,
+			  .d_head_v = hp->ssm_head_v, .d_conv = hp->ssm_d_conv, .eps = hp->rms_eps },
+	};
+
+	return dn;
+}
+
+/* The PLE's dilated causal conv of layer l: its normed input pk into pq. */
+static struct strata_op ple_conv_op(struct strata_ctx *c, struct strata_seq *s, uint32_t l,
+				    struct strata_tensor *pk, struct strata_tensor *pq)
+{
+	struct strata_op conv = { .code = STRATA_OP_CONV_SILU, .dst = pq,
+				  .src = { pk, &s->L[l].ple_hist, &c->L[l].ple_conv },
+				  .p.conv.dilation = c->m->hp.q4x.ple_ngram };
+
+	return conv;
+}
+
 /* The Gated DeltaNet in qwen4exp's form: separate b and a, tiled key heads. */
 static int deltanet(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n)
 {
@@ -192,19 +222,21 @@ static int deltanet(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint
 		{ &L->dn_wqkv, &xn, NULL, &qkv }, { &L->dn_wz, &xn, NULL, &z },
 		{ &L->dn_beta, &xn, NULL, &b }, { &L->dn_alpha, &xn, NULL, &a },
 	};
-	struct strata_op dn = {
-		.code = STRATA_OP_DELTANET_TILED, .dst = &o,
-		.src = { &qkv, &z, &ba, &s->L[l].conv, &s->L[l].ssm, &L->dn_conv, &L->dn_dt_bias,
-			 &L->dn_a },
-		.p.dn = { .norm = &L->dn_norm, .n_group = hp->ssm_n_group,
-			  .d_state = hp->ssm_d_state, .n_head_v = hp->ssm_dt_rank,
-			  .d_head_v = hp->ssm_head_v, .d_conv = hp->ssm_d_conv, .eps = hp->rms_eps },
-	};
+	struct strata_op dn = dn_op(c, s, l, &qkv, &z, &ba, &o);
 
 	/* b and a are the two halves of each token's row of ba: strided views */
 	b.ne[1] = a.ne[1] = n;
 	b.nb[1] = a.nb[1] = ba.nb[1];
 	RUN(ctx_matmul(be, it, 4));
+	if (s->wlog_armed) { /* the op only reads them: logged for a kept prefix's replay */
+		struct strata_buf lb;
+		struct strata_tensor t[4];
+
+		strata_wlog_views(s, l, n, &lb, t);
+		RUN(strata_op1(be, STRATA_OP_COPY, &t[0], &qkv, NULL));
+		RUN(strata_op1(be, STRATA_OP_COPY, &t[1], &z, NULL));
+		RUN(strata_op1(be, STRATA_OP_COPY, &t[2], &ba, NULL));
+	}
 	RUN(strata_backend_run(be, &dn));
 	it[0] = (struct strata_matmul_item){ &L->dn_wout, &o, NULL, &out };
 	return ctx_matmul(be, it, 1);
@@ -273,9 +305,7 @@ static int ple(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t 
 	struct strata_matmul_item it[2] = { { &L->ple_key, &pe, NULL, &pk },
 					    { &L->ple_value, &pe, NULL, &pv } };
 	struct strata_op gate = { .code = STRATA_OP_PLE_GATE, .dst = &pg, .src = { &pk, &pq, &pv } };
-	struct strata_op conv = { .code = STRATA_OP_CONV_SILU, .dst = &pq,
-				  .src = { &pk, &s->L[l].ple_hist, &L->ple_conv },
-				  .p.conv.dilation = hp->q4x.ple_ngram };
+	struct strata_op conv = ple_conv_op(c, s, l, &pk, &pq);
 
 	RUN(ple_embed(c, be, n, &pe, &rows, &ids));
 	RUN(ctx_matmul(be, it, 2));
@@ -284,6 +314,13 @@ static int ple(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t 
 	RUN(strata_backend_run(be, &gate));
 	/* the conv reads the gated value normed (into pk), writes pq; then g + conv */
 	RUN(grouped_norm(c, be, &pk, &pg, &L->ple_nc, n));
+	if (s->wlog_armed) { /* the conv's input, for a kept prefix's replay */
+		struct strata_buf lb;
+		struct strata_tensor t[4];
+
+		strata_wlog_views(s, l, n, &lb, t);
+		RUN(strata_op1(be, STRATA_OP_COPY, &t[3], &pk, NULL));
+	}
 	RUN(strata_backend_run(be, &conv));
 	RUN(strata_op1(be, STRATA_OP_ADD, &pg, &pg, &pq));
 	return strata_op1(be, STRATA_OP_ADD, &res, &res, &pg);
@@ -386,6 +423,7 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 	struct strata_backend *at = c->cpu;
 	int rc = 0;
 
+	strata_wlog_open(s, tokens, n);
 	/* the rows first, so that the reads run while layer 0 computes */
 	if ((c->ple_ids || c->ple_rd) && (rc = ple_rows(c, &hist, tokens, n)))
 		return rc;
@@ -396,6 +434,7 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 		(void)strata_ple_wait(c->ple_chunk);
 		c->ple_started = 0;
 	}
+	strata_wlog_close(s, rc);
 	if (!rc && logits)
 		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
 	c->res_at = at; /* for the MTP block */
@@ -408,6 +447,23 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 	s->pos += n;
 	s->ple = hist;
 	return 0;
+}
+
+/* ---- a verify window's kept prefix from the log (wlog.c) ---------------------------- */
+
+int strata_q4x_replay(struct strata_seq *s, uint32_t l, struct strata_tensor t[4], uint32_t n)
+{
+	struct strata_ctx *c = s->c;
+	struct strata_tensor o = strata_t_cols(&c->ws_cpu.o, 0, n);
+	struct strata_tensor pq = strata_t_cols(&c->ws_cpu.pq, 0, n);
+	struct strata_op dn = dn_op(c, s, l, &t[0], &t[1], &t[2], &o);
+
+	if (c->m->layers[l].q4x.ple) {
+		struct strata_op conv = ple_conv_op(c, s, l, &t[3], &pq);
+
+		RUN(strata_backend_run(c->L[l].be, &conv));
+	}
+	return strata_backend_run(c->L[l].be, &dn);
 }
 
 /* ---- the MTP block ------------------------------------------------------------------ */

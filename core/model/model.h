@@ -407,7 +407,7 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 
 /*
  * Verify windows on a recurrent model without feeding the kept prefix
- * again (forward.c): strata_seq_window_begin arms the next strata_forward
+ * again (wlog.c): strata_seq_window_begin arms the next strata_forward
  * of at most `rows` tokens to log each DeltaNet layer's inputs; after it,
  * strata_seq_window_keep restores snap (saved right before that pass) and
  * runs each DeltaNet layer's op again on the first n_keep rows of the log,
@@ -415,8 +415,8 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
  * left it (attention keys as the window wrote them; feeding the n_keep
  * tokens again gives the same within rounding: the window's DeltaNet rows
  * came from the chunked rule, a feed of one row takes the one-token rule).
- * window_begin: 0, -ENOTSUP where the log cannot serve (qwen4exp, a
- * DeltaNet state on a device, no DeltaNet layer: roll back another way),
+ * window_begin: 0, -ENOTSUP where the log cannot serve (a DeltaNet state
+ * on a device, no DeltaNet layer: roll back another way),
  * -ENOMEM.  window_keep: 0, -EINVAL when the last pass was not a logged
  * window right after snap or n_keep exceeds it, or an op's -errno.
  */

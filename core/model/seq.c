@@ -128,6 +128,7 @@ void strata_seq_free(struct strata_seq *s)
 			strata_backend_buf_free(s->L[l].be, &s->L[l].buf);
 	free(s->L);
 	free(s->wlog);
+	free(s->wlog_tok);
 	free(s);
 }
 
