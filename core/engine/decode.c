@@ -14,10 +14,11 @@
  * Rollback: attention rows past the kept prefix are cut (appending never
  * rewrote the rows below).  A recurrent state (DeltaNet conv and SSM,
  * qwen4exp's n-gram history) cannot be cut: it is saved before the window
- * and, when a draft was rejected, restored; then the DeltaNet op runs again
- * on the kept rows' inputs, logged as the window went through (no matmul,
- * no expert: the op alone), or, where the log cannot serve (qwen4exp, a
- * state on a device), the kept prefix is fed again.
+ * and, when a draft was rejected, restored; then the DeltaNet ops (and
+ * qwen4exp's PLE conv) run again on the kept rows' inputs, logged as the
+ * window went through (no matmul, no expert: the ops alone; wlog.c), or,
+ * where the log cannot serve (a state on a device), the kept prefix is fed
+ * again.
  */
 #include "engine.h"
 

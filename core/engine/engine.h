@@ -115,8 +115,8 @@ struct strata_spec_run {
  * Drafts for the window that starts with tok (sampled, kept, not yet fed):
  * at most max tokens into draft; 0 when the engine drafts nothing, or when
  * windows have been costing more per committed token than one-token passes
- * (then one opportunity in 16 still drafts, to measure again).  The count,
- * or the MTP block's -errno (logged).
+ * (then a few opportunities still draft, to measure again; decode.c).  The
+ * count, or the MTP block's -errno (logged).
  */
 int strata_spec_draft(struct strata_engine *e, int32_t tok, int32_t *draft, uint32_t max);
 
@@ -159,9 +159,9 @@ struct strata_spec_hooks {
  * it; h->keep is called for each kept draft.  A rejected draft's
  * replacement goes to sr->next.  The rows after the kept ones are rolled
  * back: cut for attention; for recurrent states the snapshot restored and
- * the DeltaNet op run again on the kept rows' logged inputs
- * (strata_seq_window_keep), or, where the log cannot serve (qwen4exp, a
- * state on a device), the kept prefix fed again.  Returns 1 when a hook
+ * the DeltaNet ops run again on the kept rows' logged inputs
+ * (strata_seq_window_keep), or, where the log cannot serve (a state on a
+ * device), the kept prefix fed again.  Returns 1 when a hook
  * stopped, 0 to go on, or -errno (logged).
  */
 int strata_spec_window(struct strata_engine *e, struct strata_spec_run *sr, int32_t tok,

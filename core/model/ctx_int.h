@@ -153,6 +153,13 @@ struct strata_seq {
  */
 void strata_wlog_views(struct strata_seq *s, uint32_t l, uint32_t n, struct strata_buf *b,
 		       struct strata_tensor t[4]);
+/*
+ * While the log is armed, layer l's op inputs of the pass's n rows into it
+ * (in: its t[] slots; NULL ones are left alone): the ops read them and never
+ * write them, so they are logged as they go in.  0 or the copy's -errno.
+ */
+int strata_wlog_put(struct strata_seq *s, struct strata_backend *be, uint32_t l, uint32_t n,
+		    const struct strata_tensor *const in[4]);
 /* Around a pass of n tokens: the tokens in; then, when it succeeded (rc 0), the rows count. */
 void strata_wlog_open(struct strata_seq *s, const int32_t *tokens, uint32_t n);
 void strata_wlog_close(struct strata_seq *s, int rc);

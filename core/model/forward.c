@@ -153,15 +153,7 @@ static int deltanet_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l
 	RUN(ctx_matmul(be, it, fused ? 2 : 3));
 	if (fused)
 		RUN(unpack_qkvz(be, hp, w, n));
-	if (s->wlog_armed) { /* the op reads its inputs, never writes them: logged as they go in */
-		struct strata_buf b;
-		struct strata_tensor t[4];
-
-		strata_wlog_views(s, l, n, &b, t);
-		RUN(strata_op1(be, STRATA_OP_COPY, &t[0], &qkv, NULL));
-		RUN(strata_op1(be, STRATA_OP_COPY, &t[1], &z, NULL));
-		RUN(strata_op1(be, STRATA_OP_COPY, &t[2], &ba, NULL));
-	}
+	RUN(strata_wlog_put(s, be, l, n, (const struct strata_tensor *[4]){ &qkv, &z, &ba, NULL }));
 	RUN(strata_backend_run(be, &dn));
 	it[0] = (struct strata_matmul_item){ &L->dn_wout, &o, NULL, &out };
 	RUN(ctx_matmul(be, it, 1));

@@ -228,15 +228,7 @@ static int deltanet(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint
 	b.ne[1] = a.ne[1] = n;
 	b.nb[1] = a.nb[1] = ba.nb[1];
 	RUN(ctx_matmul(be, it, 4));
-	if (s->wlog_armed) { /* the op only reads them: logged for a kept prefix's replay */
-		struct strata_buf lb;
-		struct strata_tensor t[4];
-
-		strata_wlog_views(s, l, n, &lb, t);
-		RUN(strata_op1(be, STRATA_OP_COPY, &t[0], &qkv, NULL));
-		RUN(strata_op1(be, STRATA_OP_COPY, &t[1], &z, NULL));
-		RUN(strata_op1(be, STRATA_OP_COPY, &t[2], &ba, NULL));
-	}
+	RUN(strata_wlog_put(s, be, l, n, (const struct strata_tensor *[4]){ &qkv, &z, &ba, NULL }));
 	RUN(strata_backend_run(be, &dn));
 	it[0] = (struct strata_matmul_item){ &L->dn_wout, &o, NULL, &out };
 	return ctx_matmul(be, it, 1);
@@ -314,13 +306,7 @@ static int ple(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t 
 	RUN(strata_backend_run(be, &gate));
 	/* the conv reads the gated value normed (into pk), writes pq; then g + conv */
 	RUN(grouped_norm(c, be, &pk, &pg, &L->ple_nc, n));
-	if (s->wlog_armed) { /* the conv's input, for a kept prefix's replay */
-		struct strata_buf lb;
-		struct strata_tensor t[4];
-
-		strata_wlog_views(s, l, n, &lb, t);
-		RUN(strata_op1(be, STRATA_OP_COPY, &t[3], &pk, NULL));
-	}
+	RUN(strata_wlog_put(s, be, l, n, (const struct strata_tensor *[4]){ NULL, NULL, NULL, &pk }));
 	RUN(strata_backend_run(be, &conv));
 	RUN(strata_op1(be, STRATA_OP_ADD, &pg, &pg, &pq));
 	return strata_op1(be, STRATA_OP_ADD, &res, &res, &pg);

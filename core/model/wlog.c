@@ -62,6 +62,22 @@ void strata_wlog_views(struct strata_seq *s, uint32_t l, uint32_t n, struct stra
 		       : (struct strata_tensor){ 0 };
 }
 
+int strata_wlog_put(struct strata_seq *s, struct strata_backend *be, uint32_t l, uint32_t n,
+		    const struct strata_tensor *const in[4])
+{
+	struct strata_tensor t[4];
+	struct strata_buf b;
+	int rc;
+
+	if (!s->wlog_armed)
+		return 0;
+	strata_wlog_views(s, l, n, &b, t);
+	for (int i = 0; i < 4; i++)
+		if (in[i] && (rc = strata_op1(be, STRATA_OP_COPY, &t[i], in[i], NULL)))
+			return rc;
+	return 0;
+}
+
 void strata_wlog_open(struct strata_seq *s, const int32_t *tokens, uint32_t n)
 {
 	s->wlog_n = 0;
