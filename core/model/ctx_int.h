@@ -204,6 +204,29 @@ static inline int ctx_matmul(struct strata_backend *be, const struct strata_matm
 	return strata_backend_run(be, &op);
 }
 
+/*
+ * Layer l's DeltaNet op (code: DELTANET, or qwen4exp's DELTANET_TILED): the
+ * conv input qkv, z and [b, a] of its tokens into o, its states in s.
+ */
+static inline struct strata_op ctx_dn_op(struct strata_ctx *c, struct strata_seq *s, uint32_t l,
+					 enum strata_op_code code, struct strata_tensor *qkv,
+					 struct strata_tensor *z, struct strata_tensor *ba,
+					 struct strata_tensor *o)
+{
+	const struct strata_hparams *hp = &c->m->hp;
+	struct pl_layer *L = &c->L[l];
+	struct strata_op dn = {
+		.code = code, .dst = o,
+		.src = { qkv, z, ba, &s->L[l].conv, &s->L[l].ssm, &L->dn_conv, &L->dn_dt_bias,
+			 &L->dn_a },
+		.p.dn = { .norm = &L->dn_norm, .n_group = hp->ssm_n_group,
+			  .d_state = hp->ssm_d_state, .n_head_v = hp->ssm_dt_rank,
+			  .d_head_v = hp->ssm_head_v, .d_conv = hp->ssm_d_conv, .eps = hp->rms_eps },
+	};
+
+	return dn;
+}
+
 /* Rotate t [head_dim, heads, n] in place, token i at position pos + i. */
 static inline int ctx_rope(struct strata_backend *be, struct strata_tensor *t,
 			   const struct strata_hparams *hp, const struct strata_tensor *inv_freq,

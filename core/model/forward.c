@@ -110,25 +110,6 @@ static int unpack_qkvz(struct strata_backend *be, const struct strata_hparams *h
 	return 0;
 }
 
-/* Layer l's DeltaNet op: the conv input qkv, z and [b, a] of its tokens into o. */
-static struct strata_op dn_op(struct strata_ctx *c, struct strata_seq *s, uint32_t l,
-			      struct strata_tensor *qkv, struct strata_tensor *z,
-			      struct strata_tensor *ba, struct strata_tensor *o)
-{
-	const struct strata_hparams *hp = &c->m->hp;
-	struct pl_layer *L = &c->L[l];
-	struct strata_op dn = {
-		.code = STRATA_OP_DELTANET, .dst = o,
-		.src = { qkv, z, ba, &s->L[l].conv, &s->L[l].ssm, &L->dn_conv, &L->dn_dt_bias,
-			 &L->dn_a },
-		.p.dn = { .norm = &L->dn_norm, .n_group = hp->ssm_n_group,
-			  .d_state = hp->ssm_d_state, .n_head_v = hp->ssm_dt_rank,
-			  .d_head_v = hp->ssm_head_v, .d_conv = hp->ssm_d_conv, .eps = hp->rms_eps },
-	};
-
-	return dn;
-}
-
 /* The DeltaNet mixer in place of attention (qwen3next's linear layers). */
 static int deltanet_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint32_t n)
 {
@@ -147,7 +128,7 @@ static int deltanet_block(struct strata_ctx *c, struct strata_seq *s, uint32_t l
 		{ fused ? &L->dn_wqkvz : &L->dn_wqkv, &xn, NULL, fused ? &qkvz : &qkv },
 		{ &L->dn_wz, &xn, NULL, &z },
 	};
-	struct strata_op dn = dn_op(c, s, l, &qkv, &z, &ba, &o);
+	struct strata_op dn = ctx_dn_op(c, s, l, STRATA_OP_DELTANET, &qkv, &z, &ba, &o);
 
 	RUN(ctx_norm(be, &xn, &x, &L->attn_norm, hp->rms_eps));
 	RUN(ctx_matmul(be, it, fused ? 2 : 3));
@@ -288,7 +269,7 @@ int strata_dn_replay(struct strata_seq *s, uint32_t l, struct strata_tensor t[4]
 {
 	struct strata_ctx *c = s->c;
 	struct strata_tensor o = strata_t_cols(&c->ws_cpu.o, 0, n);
-	struct strata_op dn = dn_op(c, s, l, &t[0], &t[1], &t[2], &o);
+	struct strata_op dn = ctx_dn_op(c, s, l, STRATA_OP_DELTANET, &t[0], &t[1], &t[2], &o);
 
 	return strata_backend_run(c->L[l].be, &dn);
 }

@@ -176,25 +176,6 @@ static int attention(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uin
 	return ctx_matmul(be, it, 1);
 }
 
-/* Layer l's DeltaNet op in qwen4exp's form: the conv input qkv, z and [b, a] into o. */
-static struct strata_op dn_op(struct strata_ctx *c, struct strata_seq *s, uint32_t l,
-			      struct strata_tensor *qkv, struct strata_tensor *z,
-			      struct strata_tensor *ba, struct strata_tensor *o)
-{
-	const struct strata_hparams *hp = &c->m->hp;
-	struct pl_layer *L = &c->L[l];
-	struct strata_op dn = {
-		.code = STRATA_OP_DELTANET_TILED, .dst = o,
-		.src = { qkv, z, ba, &s->L[l].conv, &s->L[l].ssm, &L->dn_conv, &L->dn_dt_bias,
-			 &L->dn_a },
-		.p.dn = { .norm = &L->dn_norm, .n_group = hp->ssm_n_group,
-			  .d_state = hp->ssm_d_state, .n_head_v = hp->ssm_dt_rank,
-			  .d_head_v = hp->ssm_head_v, .d_conv = hp->ssm_d_conv, .eps = hp->rms_eps },
-	};
-
-	return dn;
-}
-
 /* The PLE's dilated causal conv of layer l: its normed input pk into pq. */
 static struct strata_op ple_conv_op(struct strata_ctx *c, struct strata_seq *s, uint32_t l,
 				    struct strata_tensor *pk, struct strata_tensor *pq)
@@ -222,7 +203,7 @@ static int deltanet(struct strata_ctx *c, struct strata_seq *s, uint32_t l, uint
 		{ &L->dn_wqkv, &xn, NULL, &qkv }, { &L->dn_wz, &xn, NULL, &z },
 		{ &L->dn_beta, &xn, NULL, &b }, { &L->dn_alpha, &xn, NULL, &a },
 	};
-	struct strata_op dn = dn_op(c, s, l, &qkv, &z, &ba, &o);
+	struct strata_op dn = ctx_dn_op(c, s, l, STRATA_OP_DELTANET_TILED, &qkv, &z, &ba, &o);
 
 	/* b and a are the two halves of each token's row of ba: strided views */
 	b.ne[1] = a.ne[1] = n;
@@ -442,7 +423,7 @@ int strata_q4x_replay(struct strata_seq *s, uint32_t l, struct strata_tensor t[4
 	struct strata_ctx *c = s->c;
 	struct strata_tensor o = strata_t_cols(&c->ws_cpu.o, 0, n);
 	struct strata_tensor pq = strata_t_cols(&c->ws_cpu.pq, 0, n);
-	struct strata_op dn = dn_op(c, s, l, &t[0], &t[1], &t[2], &o);
+	struct strata_op dn = ctx_dn_op(c, s, l, STRATA_OP_DELTANET_TILED, &t[0], &t[1], &t[2], &o);
 
 	if (c->m->layers[l].q4x.ple) {
 		struct strata_op conv = ple_conv_op(c, s, l, &t[3], &pq);
