@@ -1,9 +1,11 @@
 /*
  * check_spec.c - speculative decoding through verify windows.
  *
- *  - greedy output with lookup drafts in windows of 4 and 8 equals one-token
- *    decoding token for token, on every golden architecture (attention and
- *    recurrent: llama, qwen3moe, glm4moe, qwen3next, qwen4exp);
+ *  - greedy output with lookup drafts in windows of 2, 4 and 8 equals
+ *    one-token decoding token for token, and each committed token's logits
+ *    equal one-token decoding's (F32 tolerance), on every golden
+ *    architecture (attention and recurrent: llama, qwen3moe, glm4moe,
+ *    qwen3next, qwen4exp);
  *  - rollback: a window whose drafts are right up to offset o and wrong
  *    there keeps exactly o drafts, proposes the model's own token, and leaves
  *    the sequence as one-token decoding would (the logits of the tokens fed
@@ -51,7 +53,19 @@ static struct strata_engine *engine(const char *model, const char *window, const
 struct ids {
 	int32_t id[MAXGEN];
 	uint32_t n;
+	float *rows;      /* [MAXGEN + 1][n_vocab]: each row a token was chosen from, or NULL */
+	uint32_t n_rows;
 };
+
+/* The logits hook: a copy of each row decode chooses a token from (kept or verified). */
+static int keep_row(void *user, float *logits, int32_t n_vocab)
+{
+	struct ids *v = user;
+
+	if (v->rows && v->n_rows <= MAXGEN)
+		memcpy(v->rows + (size_t)v->n_rows++ * n_vocab, logits, n_vocab * sizeof(float));
+	return 0;
+}
 
 static int collect(void *user, int32_t id, const char *piece, size_t len)
 {
@@ -80,6 +94,7 @@ static void generate(struct strata_engine *e, const int32_t *p, int n, const str
 		     struct ids *out, struct strata_stats *st)
 {
 	out->n = 0;
+	out->n_rows = 0;
 	ck_assert_int_ge(strata_generate_ex(e, p, (uint32_t)n, gp, collect, out, st), 0);
 }
 
@@ -89,20 +104,26 @@ START_TEST(greedy_identical)
 	struct strata_engine *one, *win;
 	struct strata_gen_params gp;
 	struct strata_stats st;
-	struct ids ref, got;
+	struct ids ref = { 0 }, got = { 0 };
 	int32_t *p;
+	size_t nv;
 	int n;
 
 	if (!model)
 		TU_SKIP("../shared/%s is absent", g_models[_i]);
 	one = engine(model, "1", "lookup");
+	nv = (size_t)one->model->hp.n_vocab;
+	ref.rows = malloc((MAXGEN + 1) * nv * sizeof(float));
+	got.rows = malloc((MAXGEN + 1) * nv * sizeof(float));
 	p = tokens(one, g_prompt, &n);
 	strata_engine_gen_defaults(one, &gp);
 	gp.n_predict = 120, gp.temp = 0.0f;
+	gp.logits = keep_row;
 	generate(one, p, n, &gp, &ref, &st);
 	ck_assert_uint_eq(st.n_windows, 0);
-	for (int w = 4; w <= 8; w += 4) {
+	for (int w = 2; w <= 8; w *= 2) {
 		char ws[4];
+		double worst = 0;
 
 		snprintf(ws, sizeof(ws), "%d", w);
 		win = engine(model, ws, "lookup");
@@ -113,14 +134,25 @@ START_TEST(greedy_identical)
 		for (uint32_t i = 0; i < ref.n; i++)
 			ck_assert_msg(got.id[i] == ref.id[i], "%s window %d: token %u is %d, not %d",
 				      g_models[_i], w, i, got.id[i], ref.id[i]);
-		printf("%s window %d: %u of %u drafts kept in %u windows\n", g_models[_i], w,
-		       st.n_accepted, st.n_drafted, st.n_windows);
+		/* each committed token's row, window row or not, is one-token decoding's */
+		ck_assert_uint_eq(got.n_rows, ref.n_rows);
+		for (uint32_t i = 0; i < ref.n_rows; i++) {
+			double d = tu_max_abs_diff(got.rows + i * nv, ref.rows + i * nv, nv);
+
+			worst = d > worst ? d : worst;
+		}
+		ck_assert_msg(worst <= 1e-3, "%s window %d: a committed row differs by %g",
+			      g_models[_i], w, worst);
+		printf("%s window %d: %u of %u drafts kept in %u windows; committed rows within "
+		       "%.1e\n", g_models[_i], w, st.n_accepted, st.n_drafted, st.n_windows, worst);
 		/* again on the same engine: the prompt resumes from the sequence */
 		generate(win, p, n, &gp, &got, &st);
 		ck_assert(got.n == ref.n && !memcmp(got.id, ref.id, ref.n * sizeof(int32_t)));
 		strata_engine_free(win);
 	}
 	free(p);
+	free(ref.rows);
+	free(got.rows);
 	strata_engine_free(one);
 }
 END_TEST
@@ -404,6 +436,11 @@ START_TEST(bad_input)
 		const char *a[] = { "strata", "-m", model, "--spec-window", "0" };
 
 		expect_refused(a, 5, "bad value '0' for --spec-window");
+	}
+	{
+		const char *a[] = { "strata", "-m", model, "--spec", "9" };
+
+		expect_refused(a, 5, "bad value '9' for --spec: expected an integer in [1, 8]");
 	}
 	{
 		const char *a[] = { "strata", "-m", model, "--spec-drafter", "frob" };

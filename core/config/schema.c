@@ -75,7 +75,7 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("prompt", "short_read", UINT32, short_read, 0, UMAX, 0, "64", NULL, "--short-read", "N",
 	  NULL, "path-window reads prompt parts of at most N tokens; 0 = off (all batched)"),
 
-	K("spec", "window", UINT32, spec_window, 1, 8, 0, "4", NULL, "--spec-window", "S",
+	K("spec", "window", UINT32, spec_window, 1, 8, 0, "4", "--spec", "--spec-window", "S",
 	  NULL, "tokens per decode window: a drafter's S-1 drafts verified in one pass; "
 	  "path-window reads S prompt tokens per step"),
 	K("spec", "drafter", CHOICE, spec_drafter, 0, 0, 0, "none", NULL, "--spec-drafter",
