@@ -10,8 +10,12 @@
  * with q, k L2-normalised (q also scaled by 1/sqrt(dk)), g = a *
  * softplus(alpha + dt_bias) <= 0 and beta = sigmoid(b).  A prompt batch runs
  * the chunked (WY / UT transform) form of the same rule, 64 tokens per
- * chunk; decode (one token) runs the recurrence.  Both are exposed so tests
- * can hold them against each other.
+ * chunk; decode runs the recurrence, and so do batches of up to
+ * STRATA_DN_RECURRENT_MAX tokens: a verify window of speculative decoding
+ * then sums each token as one-token decoding does, so its rows (and the
+ * states a kept prefix leaves) are bit for bit one-token decoding's, which
+ * a quantised model's activations would otherwise grow into another greedy
+ * text.  Both are exposed so tests can hold them against each other.
  */
 #ifndef STRATA_DELTANET_H
 #define STRATA_DELTANET_H
@@ -21,6 +25,8 @@
 
 /* Tokens per chunk of the chunked form. */
 #define STRATA_DN_CHUNK 64
+/* Batches up to this many tokens take the recurrence ([spec] window's bound). */
+#define STRATA_DN_RECURRENT_MAX 8
 
 /*
  * The gated delta rule for one head over n tokens.  Token t reads q, k at

@@ -300,7 +300,7 @@ static void head_worker(void *arg, int ith, int nth)
 		const float *v = x->dn_xc + (size_t)2 * nk * dk + (size_t)h * dv;
 		float *S = ssm + (size_t)h * dk * dv, *o = o0 + (size_t)h * dv;
 
-		if (a->n == 1)
+		if (a->n <= STRATA_DN_RECURRENT_MAX)
 			strata_dn_rule_recurrent(q, k, v, ch, ch, ch, x->dn_g + h, x->dn_beta + h, nv,
 						 a->n, dk, dv, S, o, a->ld_o, scratch);
 		else

@@ -26,11 +26,15 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/deltanet.h"
 #include "sample/draft.h"
 #include "sample/sampler.h"
 #include "tok/tokenizer.h"
 #include "util/clock.h"
 #include "util/log.h"
+
+/* A window's DeltaNet rows take the one-token rule (deltanet.h): bit for bit one-token decoding. */
+_Static_assert(STRATA_SPEC_MAX_WINDOW <= STRATA_DN_RECURRENT_MAX, "windows within the recurrence");
 
 /*
  * Whether a window is worth its cost.  A window of k drafts costs more than
