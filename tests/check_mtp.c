@@ -294,9 +294,9 @@ START_TEST(greedy_identical)
 		ck_assert_int_eq(engine_rc(args, 7, &win), 0);
 		run(win, g_text, 100, &got, &st);
 		ck_assert(got.n == ref.n && !memcmp(got.id, ref.id, ref.n * sizeof(int32_t)));
+		/* how often it drafts follows measured times: a figure for benchmarks, not here */
 		printf("%s adapt: %u drafts in %u windows\n", g_models[_i], st.n_drafted,
 		       st.n_windows);
-		ck_assert_uint_lt(st.n_windows, 50);
 		strata_engine_free(win);
 	}
 	strata_engine_free(one);
