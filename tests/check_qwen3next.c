@@ -424,22 +424,6 @@ static void write_variant(const char *dst, const char *key, uint32_t val, const 
 	strata_gguf_close(g);
 }
 
-static void expect_refusal(const char *path, const char *needle)
-{
-	struct strata_model *m = NULL;
-	int rc;
-
-	tu_log_capture();
-	rc = strata_model_load(path, &m);
-	tu_log_release();
-	printf("refused as expected: %s", tu_log);
-	ck_assert_int_eq(rc, -EINVAL);
-	ck_assert_ptr_null(m);
-	ck_assert_int_eq(tu_log_lines, 1);
-	ck_assert_msg(strstr(tu_log, path) && strstr(tu_log, needle),
-		      "error '%s' should name the file and '%s'", tu_log, needle);
-}
-
 START_TEST(bad_ssm_shapes_refused)
 {
 	const char *dir = tu_tmpdir();
@@ -454,22 +438,22 @@ START_TEST(bad_ssm_shapes_refused)
 	strata_model_free(m);
 	snprintf(path, sizeof(path), "%s/conv.gguf", dir);
 	write_variant(path, NULL, 0, "blk.1.ssm_conv1d.weight", 3);
-	expect_refusal(path, "blk.1.ssm_conv1d.weight");
+	tu_expect_model_refused(path, -EINVAL, "blk.1.ssm_conv1d.weight");
 	/* state_size 32: the fused q/k/v projection no longer fits */
 	snprintf(path, sizeof(path), "%s/state.gguf", dir);
 	write_variant(path, "qwen3next.ssm.state_size", 32, NULL, 0);
-	expect_refusal(path, "blk.0.attn_qkv.weight");
+	tu_expect_model_refused(path, -EINVAL, "blk.0.attn_qkv.weight");
 	/* inner_size 48: value heads of 12, so the norm and gate disagree */
 	snprintf(path, sizeof(path), "%s/inner.gguf", dir);
 	write_variant(path, "qwen3next.ssm.inner_size", 48, NULL, 0);
-	expect_refusal(path, "blk.0.attn_qkv.weight");
+	tu_expect_model_refused(path, -EINVAL, "blk.0.attn_qkv.weight");
 	/* time_step_rank 3 does not split into the 2 key groups */
 	snprintf(path, sizeof(path), "%s/rank.gguf", dir);
 	write_variant(path, "qwen3next.ssm.time_step_rank", 3, NULL, 0);
-	expect_refusal(path, "ssm.group_count");
+	tu_expect_model_refused(path, -EINVAL, "ssm.group_count");
 	snprintf(path, sizeof(path), "%s/a.gguf", dir);
 	write_variant(path, NULL, 0, "blk.2.ssm_a", 2);
-	expect_refusal(path, "blk.2.ssm_a");
+	tu_expect_model_refused(path, -EINVAL, "blk.2.ssm_a");
 	ck_assert_int_eq(tu_rmtree(dir), 0);
 }
 END_TEST

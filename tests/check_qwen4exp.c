@@ -558,22 +558,6 @@ static void write_variant(const char *dst, const char *drop_key, const char *dro
 	strata_gguf_close(g);
 }
 
-static void expect_refusal(const char *path, int want, const char *needle)
-{
-	struct strata_model *m = NULL;
-	int rc;
-
-	tu_log_capture();
-	rc = strata_model_load(path, &m);
-	tu_log_release();
-	printf("refused as expected: %s", tu_log);
-	ck_assert_int_eq(rc, want);
-	ck_assert_ptr_null(m);
-	ck_assert_int_eq(tu_log_lines, 1);
-	ck_assert_msg(strstr(tu_log, path) && strstr(tu_log, needle),
-		      "error '%s' should name the file and '%s'", tu_log, needle);
-}
-
 START_TEST(malformed_models_refused)
 {
 	const char *dir = tu_tmpdir();
@@ -591,22 +575,22 @@ START_TEST(malformed_models_refused)
 	strata_model_free(m);
 	snprintf(path, sizeof(path), "%s/hc.gguf", dir);
 	write_variant(path, NULL, "blk.2.hc_ffn_up.weight", NULL, 0, NULL, 0);
-	expect_refusal(path, -EINVAL, "blk.2.hc_ffn_up.weight");
+	tu_expect_model_refused(path, -EINVAL, "blk.2.hc_ffn_up.weight");
 	snprintf(path, sizeof(path), "%s/indexer.gguf", dir);
 	write_variant(path, NULL, "blk.3.indexer.k_norm.weight", NULL, 0, NULL, 0);
-	expect_refusal(path, -EINVAL, "blk.3.indexer.k_norm.weight");
+	tu_expect_model_refused(path, -EINVAL, "blk.3.indexer.k_norm.weight");
 	snprintf(path, sizeof(path), "%s/table.gguf", dir);
 	write_variant(path, NULL, "per_layer_token_embd.weight", NULL, 0, NULL, 0);
-	expect_refusal(path, -EINVAL, "per_layer_token_embd.weight");
+	tu_expect_model_refused(path, -EINVAL, "per_layer_token_embd.weight");
 	snprintf(path, sizeof(path), "%s/hckey.gguf", dir);
 	write_variant(path, "qwen4exp.hyper_connection.count", NULL, NULL, 0, NULL, 0);
-	expect_refusal(path, -EINVAL, "qwen4exp.hyper_connection.count");
+	tu_expect_model_refused(path, -EINVAL, "qwen4exp.hyper_connection.count");
 	snprintf(path, sizeof(path), "%s/plelayer.gguf", dir);
 	write_variant(path, NULL, NULL, "qwen4exp.ple.layers", STRATA_GGUF_U32, attn_layer, 1);
-	expect_refusal(path, -EINVAL, "PLE layer 3 is not a linear-attention");
+	tu_expect_model_refused(path, -EINVAL, "PLE layer 3 is not a linear-attention");
 	snprintf(path, sizeof(path), "%s/sections.gguf", dir);
 	write_variant(path, "qwen4exp.rope.dimension_sections", NULL, NULL, 0, NULL, 0);
-	expect_refusal(path, -EINVAL, "qwen4exp.rope.dimension_sections");
+	tu_expect_model_refused(path, -EINVAL, "qwen4exp.rope.dimension_sections");
 	/* head 15's rows run past the table's end */
 	ck_assert_int_eq(strata_gguf_open(tu_shared_or_skip(SYN_PATH), &g), 0);
 	ck_assert_int_eq(strata_gguf_get_arr(g, "qwen4exp.ple.head_offsets", NULL, NULL, &data), 0);
@@ -615,7 +599,7 @@ START_TEST(malformed_models_refused)
 	offsets[15] += 4096;
 	snprintf(path, sizeof(path), "%s/offsets.gguf", dir);
 	write_variant(path, NULL, NULL, "qwen4exp.ple.head_offsets", STRATA_GGUF_U64, offsets, 16);
-	expect_refusal(path, -EINVAL, "per_layer_token_embd.weight");
+	tu_expect_model_refused(path, -EINVAL, "per_layer_token_embd.weight");
 	ck_assert_int_eq(tu_rmtree(dir), 0);
 }
 END_TEST

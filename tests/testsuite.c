@@ -1,11 +1,15 @@
 /*
  * testsuite.c - the end of every Check suite's main(): run, count the
- * skipped cases, pick the exit status (testutil.h, tu_srunner_run).
+ * skipped cases, pick the exit status (testutil.h, tu_srunner_run); and
+ * the helpers that assert with Check (tu_expect_model_refused).
  */
 #include "testutil.h"
 
 #include <check.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "model/model.h"
 
 int tu_srunner_run(SRunner *sr)
 {
@@ -27,4 +31,21 @@ int tu_srunner_run(SRunner *sr)
 		return 1;
 	}
 	return skipped == run ? STRATA_TEST_SKIP : 0;
+}
+
+/* (testutil.h) here, where every check suite links Check; the fuzz replayers do not */
+void tu_expect_model_refused(const char *path, int want, const char *needle)
+{
+	struct strata_model *m = NULL;
+	int rc;
+
+	tu_log_capture();
+	rc = strata_model_load(path, &m);
+	tu_log_release();
+	printf("refused as expected: %s", tu_log);
+	ck_assert_int_eq(rc, want);
+	ck_assert_ptr_null(m);
+	ck_assert_int_eq(tu_log_lines, 1);
+	ck_assert_msg(strstr(tu_log, path) && strstr(tu_log, needle),
+		      "error '%s' should name the file and '%s'", tu_log, needle);
 }

@@ -149,6 +149,13 @@ void tu_log_capture(void);
 void tu_log_release(void);
 
 /*
+ * Load the model at path expecting a refusal: rc `want`, no model, and one
+ * error line naming the file and `needle` (printed as "refused as
+ * expected: ...").  Fails the running check case otherwise.
+ */
+void tu_expect_model_refused(const char *path, int want, const char *needle);
+
+/*
  * llama.cpp's tokenizer test vectors vocab/ggml-vocab-NAME.gguf.inp/.out:
  * the .inp texts are separated by "\n__ggml_vocab_test__\n", and line i of
  * the .out file holds the ids of text i.  tu_vocab_tests_read() fills *t

@@ -141,7 +141,7 @@ struct strata_seq {
 	/* a verify window's log, to keep a prefix without feeding it again (wlog.c) */
 	float *wlog;                 /* per DeltaNet layer: wlog_cap rows of each op input */
 	int32_t *wlog_tok;           /* [wlog_cap] the pass's tokens */
-	uint32_t wlog_cap, wlog_rows, wlog_n; /* rows it holds; the pass's; rows logged (0: none) */
+	uint32_t wlog_cap, wlog_n;   /* rows it holds; rows the last pass logged (0: none) */
 	uint32_t wlog_pos;           /* where that pass started */
 	int wlog_armed;              /* the next pass logs */
 };
@@ -162,7 +162,7 @@ int strata_wlog_put(struct strata_seq *s, struct strata_backend *be, uint32_t l,
 		    const struct strata_tensor *const in[4]);
 /* Around a pass of n tokens: the tokens in; then, when it succeeded (rc 0), the rows count. */
 void strata_wlog_open(struct strata_seq *s, const int32_t *tokens, uint32_t n);
-void strata_wlog_close(struct strata_seq *s, int rc);
+void strata_wlog_close(struct strata_seq *s, uint32_t n, int rc);
 /* Layer l's ops again on the log's n rows t (forward.c, forward_q4x.c). */
 int strata_dn_replay(struct strata_seq *s, uint32_t l, struct strata_tensor t[4], uint32_t n);
 int strata_q4x_replay(struct strata_seq *s, uint32_t l, struct strata_tensor t[4], uint32_t n);

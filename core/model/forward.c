@@ -247,7 +247,7 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 	rc = embed(c, tokens, n);
 	if (!rc)
 		rc = layers(c, s, &at, n);
-	strata_wlog_close(s, rc);
+	strata_wlog_close(s, n, rc);
 	if (!rc && logits)
 		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
 	c->res_at = at; /* the final residual rows, for the MTP block */

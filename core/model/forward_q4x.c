@@ -401,7 +401,7 @@ int strata_q4x_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, 
 		(void)strata_ple_wait(c->ple_chunk);
 		c->ple_started = 0;
 	}
-	strata_wlog_close(s, rc);
+	strata_wlog_close(s, n, rc);
 	if (!rc && logits)
 		rc = head(c, &at, all_logits ? 0 : n - 1, n, logits);
 	c->res_at = at; /* for the MTP block */

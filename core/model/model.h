@@ -411,10 +411,9 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
  * of at most `rows` tokens to log each DeltaNet layer's inputs; after it,
  * strata_seq_window_keep restores snap (saved right before that pass) and
  * runs each DeltaNet layer's op again on the first n_keep rows of the log,
- * leaving the sequence at position snap's + n_keep as the window's own rows
- * left it (attention keys as the window wrote them; feeding the n_keep
- * tokens again gives the same within rounding: the window's DeltaNet rows
- * came from the chunked rule, a feed of one row takes the one-token rule).
+ * leaving the sequence at position snap's + n_keep as feeding those n_keep
+ * tokens again would, bit for bit (attention keys as the window wrote them;
+ * windows of up to 8 rows take DeltaNet's one-token rule, backend/deltanet.h).
  * window_begin: 0, -ENOTSUP where the log cannot serve (a DeltaNet state
  * on a device, no DeltaNet layer: roll back another way),
  * -ENOMEM.  window_keep: 0, -EINVAL when the last pass was not a logged

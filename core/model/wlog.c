@@ -86,13 +86,12 @@ void strata_wlog_open(struct strata_seq *s, const int32_t *tokens, uint32_t n)
 	if (!s->wlog_armed)
 		return;
 	memcpy(s->wlog_tok, tokens, (size_t)n * sizeof(int32_t));
-	s->wlog_rows = n;
 }
 
-void strata_wlog_close(struct strata_seq *s, int rc)
+void strata_wlog_close(struct strata_seq *s, uint32_t n, int rc)
 {
 	if (s->wlog_armed && !rc) {
-		s->wlog_n = s->wlog_rows;
+		s->wlog_n = n;
 		s->wlog_pos = s->pos;
 	}
 	s->wlog_armed = 0;
