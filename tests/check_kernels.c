@@ -652,6 +652,43 @@ START_TEST(matmul_q8_0_exact_activations)
 }
 END_TEST
 
+/*
+ * Q8_0 over more than one repacked chunk (64 blocks) and short row groups:
+ * right against scalar and the reference, and each token's outputs are the
+ * same bits whether it is computed alone or in a batch of any size (the
+ * speculative windows compare the two).
+ */
+START_TEST(matmul_q8_0_long_rows_batch_invariant)
+{
+	SIMD_CASE();
+
+	const int64_t rows = 37, cols = 32 * 131, n_tok = 11;
+	uint8_t *w = make_weights(STRATA_TYPE_Q8_0, rows, cols);
+	float *x = make_input(cols, cols, n_tok);
+	float *yb = malloc(sizeof(float) * (size_t)(rows * n_tok));
+	float *y1 = malloc(sizeof(float) * (size_t)rows);
+	struct strata_mat m;
+	struct strata_pool *pool;
+
+	check_shape(NULL, STRATA_TYPE_Q8_0, rows, cols, 9, 1e-5);
+	EXPECT_EQ(strata_pool_create(2, &pool), 0);
+	EXPECT_EQ(strata_mat_init(&m, STRATA_TYPE_Q8_0, rows, cols, w), 0);
+	EXPECT_EQ(strata_simd_set(g_lv), 0);
+	for (int64_t n = 2; n <= n_tok; n += 3) {
+		strata_matmul(pool, &m, x, cols, n, yb, rows);
+		for (int64_t t = 0; t < n; t++) {
+			strata_matmul(pool, &m, x + t * cols, cols, 1, y1, rows);
+			EXPECT(memcmp(y1, yb + t * rows, sizeof(float) * (size_t)rows) == 0,
+			       "%s: token %lld of a batch of %lld differs from it alone",
+			       strata_simd_name(g_lv), (long long)t, (long long)n);
+		}
+	}
+	strata_simd_set(strata_simd_detect());
+	strata_pool_free(pool);
+	free(w), free(x), free(yb), free(y1);
+}
+END_TEST
+
 /* The result does not depend on the pool (chunks align with tiles), and a
  * matmul big enough to be split over threads is right. */
 START_TEST(matmul_thread_independent)
@@ -864,6 +901,7 @@ int main(void)
 	tcase_add_test(simd, matmul_bf16);
 	tcase_add_test(simd, matmul_q8_0);
 	tcase_add_test(simd, matmul_q8_0_exact_activations);
+	tcase_add_test(simd, matmul_q8_0_long_rows_batch_invariant);
 	tcase_add_test(simd, dot_axpy_levels);
 	tcase_add_test(simd, gate_levels);
 	suite_add_tcase(s, simd);

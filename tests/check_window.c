@@ -32,8 +32,19 @@
 #include "testutil.h"
 #include "util/log.h"
 
-#define NEAR_TIE 1e-3f
 #define MAX_GEN 64
+#define TOPK 8
+/*
+ * Batched and windowed prompts sum in other orders (attention, and the
+ * kernels whose tiles differ with the token count), so the same context's
+ * logits may differ by rounding, which the next layer's activation
+ * quantisation can turn into a whole step of its int8 grid: up to 0.026 on
+ * the i-quant models (measured 2026-12-02, before and after the Q8_0
+ * kernels became batch-invariant), under 1e-3 elsewhere.  MAX_DEV bounds it
+ * over the top TOPK logits both runs share; two runs may part only where
+ * the top two logits are closer than twice that step's measured difference.
+ */
+#define MAX_DEV 5e-2f
 
 /* ---- captured log: prompt parts and errors ------------------------------------ */
 
@@ -91,9 +102,39 @@ struct run {
 	struct strata_engine *e;
 	int32_t tok[MAX_GEN];
 	float gap[MAX_GEN]; /* top-two gap of the logits that chose tok[i] */
+	int32_t top_id[MAX_GEN][TOPK]; /* the TOPK largest logits at step i */
+	float top_v[MAX_GEN][TOPK];
 	int n;
 	struct strata_stats st;
 };
+
+static void top_k(const float *l, int32_t n, int32_t id[TOPK], float v[TOPK])
+{
+	for (int j = 0; j < TOPK; j++)
+		id[j] = -1, v[j] = -INFINITY;
+	for (int32_t i = 0; i < n; i++) {
+		int j = TOPK - 1;
+
+		if (!(l[i] > v[j]))
+			continue;
+		for (; j > 0 && l[i] > v[j - 1]; j--)
+			id[j] = id[j - 1], v[j] = v[j - 1];
+		id[j] = i, v[j] = l[i];
+	}
+}
+
+/* The largest difference of the logits step i of a and b both rank in
+ * their top TOPK. */
+static float step_dev(const struct run *a, const struct run *b, int i)
+{
+	float d = 0;
+
+	for (int j = 0; j < TOPK; j++)
+		for (int k = 0; k < TOPK; k++)
+			if (a->top_id[i][j] >= 0 && a->top_id[i][j] == b->top_id[i][k])
+				d = fmaxf(d, fabsf(a->top_v[i][j] - b->top_v[i][k]));
+	return d;
+}
 
 static int on_token(void *user, int32_t id, const char *piece, size_t len)
 {
@@ -103,6 +144,7 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len)
 	ck_assert_int_lt(r->n, MAX_GEN);
 	r->tok[r->n] = id;
 	r->gap[r->n] = slog_top2_gap(r->e->logits, r->e->model->hp.n_vocab);
+	top_k(r->e->logits, (int32_t)r->e->model->hp.n_vocab, r->top_id[r->n], r->top_v[r->n]);
 	r->n++;
 	return 0;
 }
@@ -122,24 +164,28 @@ static void greedy(struct strata_engine *e, const int32_t *prompt, uint32_t n, i
 }
 
 /*
- * a and b are the same tokens, or part at a step whose top-two logits (in
- * either run) are within NEAR_TIE: that is printed, and the rest not
- * compared.  Returns 1 when they agree throughout.
+ * a and b are the same tokens, with logits within MAX_DEV of each other at
+ * every step, or they part at a step whose top-two gap (in either run) is
+ * under twice the difference measured there: that is printed, and the rest
+ * not compared.  Returns 1 when they agree throughout.
  */
 static int same_answer(const char *what, const struct run *a, const struct run *b)
 {
 	int n = a->n < b->n ? a->n : b->n;
 
 	for (int i = 0; i < n; i++) {
-		float g = fminf(a->gap[i], b->gap[i]);
+		float g = fminf(a->gap[i], b->gap[i]), d = step_dev(a, b, i);
 
+		ck_assert_msg(d <= MAX_DEV, "%s: step %d: the same context's logits differ by %.3g",
+			      what, i, (double)d);
 		if (a->tok[i] == b->tok[i])
 			continue;
-		ck_assert_msg(g < NEAR_TIE, "%s: token %d differs (%d vs %d) though the top two "
-			      "logits are %.3g apart", what, i, a->tok[i], b->tok[i], (double)g);
-		printf("NEAR TIE: %s: token %d: top-two logits %.2g apart (< %g), the answers "
-		       "part here (%d vs %d)\n", what, i, (double)g, (double)NEAR_TIE, a->tok[i],
-		       b->tok[i]);
+		ck_assert_msg(g <= 2 * d, "%s: token %d differs (%d vs %d) though the top two "
+			      "logits are %.3g apart and the logits differ by %.3g", what, i,
+			      a->tok[i], b->tok[i], (double)g, (double)d);
+		printf("NEAR TIE: %s: token %d: top-two logits %.2g apart, the logits differ by "
+		       "%.2g; the answers part here (%d vs %d)\n", what, i, (double)g, (double)d,
+		       a->tok[i], b->tok[i]);
 		return 0;
 	}
 	ck_assert_msg(a->n == b->n, "%s: %d vs %d tokens", what, a->n, b->n);

@@ -17,6 +17,7 @@
  * and each pp test says how long layer 1 waited for them; -c reads the
  * prompt in chunks of that many tokens.
  */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "backend/backend.h"
 #include "config/config.h"
 #include "cpu/kernels.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/xstore.h"
 #include "ple/ple.h"
@@ -129,6 +131,39 @@ static int bench_test(struct bench *b, const char *name, uint32_t n_pp, uint32_t
 	}
 	free(ts);
 	return rc;
+}
+
+/*
+ * Weight bytes one decoded token reads: every tensor once, except that a
+ * routed expert tensor counts n_expert_used of its n_expert slices, the
+ * token embedding one row (unless it is also the output head), and
+ * qwen4exp's PLE table (read from the SSD, not memory) nothing.  Decode's
+ * memory roofline is the machine's read rate over this.
+ */
+static double active_bytes(const struct strata_model *m)
+{
+	const struct strata_gguf *g = m->gguf;
+	const int64_t n = strata_gguf_n_tensors(g);
+	int tied = 1;
+	double sum = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		if (strata_str_eq(strata_gguf_tensor(g, i)->name, "output.weight"))
+			tied = 0;
+	for (int64_t i = 0; i < n; i++) {
+		const struct strata_gguf_tensor *t = strata_gguf_tensor(g, i);
+		double sz = (double)t->size;
+
+		if (strata_str_eq(t->name, STRATA_PLE_TENSOR))
+			continue;
+		if (strata_str_eq(t->name, "token_embd.weight") && !tied)
+			sz /= (double)(t->ne[1] > 0 ? t->ne[1] : 1);
+		else if (t->name.len > 5 && memmem(t->name.s, t->name.len, "_exps.", 6) &&
+			 m->hp.n_expert > 0)
+			sz = sz * m->hp.n_expert_used / m->hp.n_expert;
+		sum += sz;
+	}
+	return sum;
 }
 
 static void usage(const char *prog)
@@ -337,6 +372,7 @@ int main(int argc, char **argv)
 	printf("model %s: %s, %.2f M parameters, %.1f MiB of weights; kernels %s\n", model,
 	       b.m->hp.arch_name, b.m->n_params / 1e6, b.m->weight_bytes / 1048576.0,
 	       strata_simd_name(strata_simd_get()));
+	printf("active: %.1f MB of weights read per decoded token\n", active_bytes(b.m) / 1e6);
 	if (b.dev) {
 		char line[1024];
 

@@ -26,14 +26,23 @@
 #   a PLE shard, so that both read it cold; MODEL itself is read once first),
 #   BENCH_FA (auto|on|off: the peer's flash attention, default auto as in
 #   llama-bench), BENCH_TIMEOUT (seconds one side of one round may take,
-#   default 1800), STRATA_BUILD_DIR (default build/, built by tools/build.sh).
+#   default 1800), STRATA_BUILD_DIR (default build/, built by tools/build.sh),
+#   BENCH_IK (auto|native|avx2|0: ik_llama.cpp's llama-bench with -fmoe 1
+#   -rtr 1 as a third side, built by tools/peer/build-ik.sh from its public
+#   repository; auto: the build matching BENCH_SIMD when its source is
+#   there, else none), BENCH_SIMD (strata's kernels: STRATA_SIMD, e.g. avx2
+#   on an AVX-512 machine; the llama.cpp peer stays built for the CPU).
+# Decode's memory roofline: each round first times a plain read loop with the
+# same threads (strata-kbench -T none), and each tg test's share is its
+# tok/s x the weight bytes a token reads (strata-bench's "active" line) over
+# that rate.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "bench.sh: error: $*" >&2; exit 1; }
 say() { echo "bench.sh: $*" >&2; }
-usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '4,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; }
 
 strata_only=0
 while [ $# -gt 0 ]; do
@@ -60,6 +69,8 @@ fa=${BENCH_FA:-auto}
 chunk=${BENCH_CHUNK:-}
 warmup=${BENCH_WARMUP:-1}
 ple_readers=${BENCH_PLE_READERS:-8}
+ik_mode=${BENCH_IK:-auto}
+simd=${BENCH_SIMD:-}
 limit=${BENCH_TIMEOUT:-1800}
 build=${STRATA_BUILD_DIR:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
@@ -74,6 +85,8 @@ if [ "$threads" -lt 1 ] || [ "$rounds" -lt 1 ] || [ "$reps" -lt 1 ]; then
 fi
 [ $((pp + tg)) -gt 0 ] || die "BENCH_PP and BENCH_TG are both 0: nothing to measure"
 case $fa in auto|on|off) ;; *) die "BENCH_FA must be auto, on or off, got '$fa'" ;; esac
+case $ik_mode in auto|native|avx2|0) ;; *) die "BENCH_IK must be auto, native, avx2 or 0, got '$ik_mode'" ;; esac
+case $simd in ""|scalar|avx2|avx512) ;; *) die "BENCH_SIMD must be scalar, avx2 or avx512, got '$simd'" ;; esac
 
 # --- the peer: llama-bench of llama.cpp de3ff815, built here once --------------
 peer_bin=""
@@ -81,6 +94,26 @@ install_peer() {
 	peer_bin=$("$root/tools/peer/build.sh") ||
 		die "building the llama.cpp peer failed (see above); run with --strata-only to benchmark strata alone"
 	[ -x "$peer_bin/llama-bench" ] || die "no llama-bench in $peer_bin"
+}
+
+# --- ik_llama.cpp: the bar for CPU speed, where its source can be had -------
+ik_bin=""
+install_ik() {
+	local isa=$ik_mode
+
+	[ "$isa" = 0 ] && return 0
+	if [ "$isa" = auto ]; then
+		isa=native
+		[ "$simd" = avx2 ] && isa=avx2
+		if ! ik_bin=$("$root/tools/peer/build-ik.sh" "$isa" 2>"$tmp/ik-build.err"); then
+			say "no ik_llama.cpp side: $(tail -n 1 "$tmp/ik-build.err") (BENCH_IK=0 silences this)"
+			ik_bin=""
+			return 0
+		fi
+	else
+		ik_bin=$("$root/tools/peer/build-ik.sh" "$isa") || die "building ik_llama.cpp ($isa) failed (see above)"
+	fi
+	say "ik_llama.cpp ($isa): $ik_bin"
 }
 
 # --- strata: (re)build when the binary is missing or older than a source ----
@@ -105,12 +138,14 @@ build_strata() {
 	[ -x "$bin" ] || die "no $bin after the build"
 }
 
-[ "$strata_only" = 1 ] || install_peer
-build_strata
-
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-results=$tmp/results # lines: round test strata_tok_s peer_tok_s load1
+[ "$strata_only" = 1 ] || install_peer
+[ "$strata_only" = 1 ] || install_ik
+build_strata
+[ -x "$build/strata-kbench" ] || die "no $build/strata-kbench (the read loop); build it (tools/build.sh)"
+
+results=$tmp/results # lines: round test strata_tok_s peer_tok_s ik_tok_s load1 read_gb_s
 cpus=$tmp/cpus       # lines: round strata_cpu_s peer_cpu_s
 
 # Prints "test median" for each table row of strata-bench's output.
@@ -177,8 +212,32 @@ if [ -n "$chunk" ] && [ "$chunk" != 0 ]; then
 fi
 
 run_strata() {
-	run_side "$1" strata-bench "$build/strata-bench" -m "$model" -t "$threads" -p "$pp" -n "$tg" \
-		-r "$reps" -R "$ple_readers" "${strata_chunk[@]}"
+	run_side "$1" strata-bench env ${simd:+STRATA_SIMD=$simd} "$build/strata-bench" -m "$model" \
+		-t "$threads" -p "$pp" -n "$tg" -r "$reps" -R "$ple_readers" "${strata_chunk[@]}"
+}
+
+# ik's llama-bench writes JSON (no JSONL): one field per line.
+ik_rows() {
+	awk '/"n_prompt":/ { v = $0; sub(/.*: */, "", v); sub(/,.*/, "", v); np = v + 0 }
+	/"n_gen":/ { v = $0; sub(/.*: */, "", v); sub(/,.*/, "", v); ng = v + 0 }
+	/"samples_ts":/ {
+		v = $0; sub(/.*\[ */, "", v); sub(/ *\].*/, "", v)
+		n = split(v, a, / *, */)
+		for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+		m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+		printf "%s %.1f\n", (np > 0 ? "pp" np : "tg" ng), m
+	}' "$1"
+}
+
+run_ik() {
+	run_side "$1" "ik_llama.cpp's llama-bench (BENCH_IK=0 skips it)" "$ik_bin" \
+		-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fmoe 1 -rtr 1 "${peer_chunk[@]}" -o json
+}
+
+# GB/s of a plain read loop with the same threads, now.
+read_rate() {
+	"$build/strata-kbench" -t "$threads" -T none -r 5 -M 1024 2>/dev/null |
+		sed -n 's/.*read loop \([0-9.]*\) GB\/s.*/\1/p'
 }
 
 run_peer() {
@@ -193,31 +252,46 @@ if [ -n "$evict" ]; then
 	cat "$model" >/dev/null # the weights warm, only the evicted files cold
 fi
 say "model $model, $threads threads, $rounds rounds of pp$pp/tg$tg x $reps reps; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+active=""
 for r in $(seq 1 "$rounds"); do
 	load1=$(cut -d' ' -f1 /proc/loadavg)
-	if [ "$strata_only" = 1 ]; then
-		say "round $r/$rounds: strata..."
-		run_strata "$tmp/s$r"
-		touch "$tmp/p$r"
-	elif [ $((r % 2)) = 1 ]; then
-		say "round $r/$rounds: strata, then llama.cpp..."
-		run_strata "$tmp/s$r"
-		run_peer "$tmp/p$r"
-	else
-		say "round $r/$rounds: llama.cpp, then strata..."
-		run_peer "$tmp/p$r"
-		run_strata "$tmp/s$r"
-	fi
+	read_gbs=$(read_rate)
+	[ -n "$read_gbs" ] || die "strata-kbench's read loop gave no rate"
+	sides=(strata)
+	[ "$strata_only" = 1 ] || sides+=(peer)
+	[ -n "$ik_bin" ] && sides+=(ik)
+	# Each round starts with another side: none always runs on a machine
+	# the previous one just warmed (or heated).
+	n=${#sides[@]}
+	order=()
+	for i in $(seq 0 $((n - 1))); do order+=("${sides[$(((i + r - 1) % n))]}"); done
+	say "round $r/$rounds: ${order[*]} (read loop $read_gbs GB/s)..."
+	touch "$tmp/p$r" "$tmp/k$r"
+	for side in "${order[@]}"; do
+		case $side in
+		strata) run_strata "$tmp/s$r" ;;
+		peer) run_peer "$tmp/p$r" ;;
+		ik) run_ik "$tmp/k$r" ;;
+		esac
+	done
 	[ "$r" = 1 ] && grep -m1 '^model ' "$tmp/s1" >&2
+	[ -z "$active" ] && active=$(sed -n 's/^active: \([0-9.]*\) MB.*/\1/p' "$tmp/s$r")
 	grep '^ple: ' "$tmp/s$r" | sed 's/^/bench.sh:   strata /' >&2 || true
 	rows "$tmp/s$r" >"$tmp/sr"
 	peer_rows "$tmp/p$r" >"$tmp/pr"
+	ik_rows "$tmp/k$r" >"$tmp/kr"
 	[ -s "$tmp/sr" ] || die "no results in strata-bench's output: $(cat "$tmp/s$r")"
 	[ "$strata_only" = 1 ] || [ -s "$tmp/pr" ] || die "no results in the peer's output: $(cat "$tmp/p$r")"
-	awk -v r="$r" -v l="$load1" 'FILENAME == ARGV[1] { p[$1] = $2; next }
-		{ printf "%s %s %s %s %s\n", r, $1, $2, ($1 in p ? p[$1] : "-"), l }' "$tmp/pr" "$tmp/sr" >>"$results"
-	awk -v r="$r" '$1 == r { printf "bench.sh:   %-7s strata %10.1f tok/s", $2, $3
-		print ($4 == "-" ? "" : sprintf("   llama.cpp %10.1f tok/s   ratio %.2f", $4, $3 / $4)) }' "$results" >&2
+	[ -z "$ik_bin" ] || [ -s "$tmp/kr" ] || die "no results in ik_llama.cpp's output: $(cat "$tmp/k$r")"
+	awk -v r="$r" -v l="$load1" -v rd="$read_gbs" 'FILENAME == ARGV[1] { p[$1] = $2; next }
+		FILENAME == ARGV[2] { k[$1] = $2; next }
+		{ printf "%s %s %s %s %s %s %s\n", r, $1, $2, ($1 in p ? p[$1] : "-"), ($1 in k ? k[$1] : "-"), l, rd }' \
+		"$tmp/pr" "$tmp/kr" "$tmp/sr" >>"$results"
+	awk -v r="$r" -v act="${active:-0}" '$1 == r { printf "bench.sh:   %-7s strata %10.1f tok/s", $2, $3
+		if ($4 != "-") printf "   llama.cpp %10.1f tok/s (%.2f)", $4, $3 / $4
+		if ($5 != "-") printf "   ik_llama.cpp %10.1f tok/s (%.2f)", $5, $3 / $5
+		if ($2 ~ /^tg/ && act > 0) printf "   roofline %.0f%%", 100 * $3 * act / 1000 / $7
+		print "" }' "$results" >&2
 	if [ -s "$tmp/s$r.cpu" ] && [ -s "$tmp/p$r.cpu" ]; then
 		read -r su ss <"$tmp/s$r.cpu"
 		read -r pu ps <"$tmp/p$r.cpu"
@@ -234,8 +308,8 @@ say "done; load average $load_end"
 mname=$(basename "$model" .gguf)
 csv=$build/bench/$mname.csv
 mkdir -p "$(dirname "$csv")"
-header="date,model,test,threads,round,strata_tok_s,llama_cpp_tok_s,ratio,load1,strata_rev,peer,cpu"
-# A file of the earlier layout (no cpu column) is kept aside, not mixed.
+header="date,model,test,threads,round,strata_tok_s,llama_cpp_tok_s,ratio,ik_tok_s,ratio_ik,load1,read_gb_s,active_mb,roofline,simd,strata_rev,peer,ik,cpu"
+# A file of an earlier layout is kept aside, not mixed.
 [ -s "$csv" ] && [ "$(head -n 1 "$csv")" != "$header" ] && mv "$csv" "$csv.old"
 [ -s "$csv" ] || echo "$header" >"$csv"
 rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -243,50 +317,57 @@ rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 peer=""
 [ "$strata_only" = 1 ] ||
 	peer="llama-bench $(sed -n 's/.*"build_commit": "\([^"]*\)".*/\1/p' "$tmp/p1" | head -n 1)"
+ik=""
+[ -n "$ik_bin" ] && ik="ik_llama.cpp $(sed -n 's/.*"build_commit": *"\([^"]*\)".*/\1/p' "$tmp/k1" | head -n 1) ($(basename "$(dirname "$(dirname "$ik_bin")")"), -fmoe 1 -rtr 1)"
+kernels=$(sed -n 's/.*; kernels \(.*\)$/\1/p' "$tmp/s1" | head -n 1)
 
 echo
 if [ "$strata_only" = 1 ]; then
 	echo "strata alone (--strata-only): $mname, $threads threads, median of $rounds rounds"
 else
-	echo "strata vs $peer: $mname, $threads threads, median of $rounds rounds"
+	echo "strata vs $peer${ik:+ and $ik}: $mname, $threads threads, median of $rounds rounds"
 fi
-echo "cpu: $isa; load average (1 min) at the start of each round: $(awk '!seen[$1]++ { printf "%s%s", (n++ ? ", " : ""), $5 }' "$results"); at the end: $load_end"
+echo "cpu: $isa; strata's kernels: ${kernels:-?}${simd:+ (BENCH_SIMD=$simd)}"
+echo "load average (1 min) at the start of each round: $(awk '!seen[$1]++ { printf "%s%s", (n++ ? ", " : ""), $6 }' "$results"); at the end: $load_end"
+echo "read loop ($threads threads) per round: $(awk '!seen[$1]++ { printf "%s%s GB/s", (n++ ? ", " : ""), $7 }' "$results"); a decoded token reads ${active:-?} MB of weights"
 awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v t="$threads" \
-	-v rev="$rev" -v peer="$peer" -v cpu="$isa" '
+	-v rev="$rev" -v peer="$peer" -v ik="$ik" -v cpu="$isa" -v act="${active:-0}" -v simd="${kernels:-}" '
 	function med(a, n,   i, j, x) {
 		for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
+	function rl(tst, v, rd) { return tst ~ /^tg/ && act > 0 && rd > 0 ? v * act / 1000 / rd : -1 }
 	{
 		if (!($2 in n)) { order[++ntests] = $2 }
-		k = ++n[$2]; s[$2, k] = $3; p[$2, k] = $4
+		m = ++n[$2]; s[$2, m] = $3; p[$2, m] = $4; k[$2, m] = $5; rd[$2, m] = $7
 		ratio = $4 == "-" ? "" : sprintf("%.3f", $3 / $4)
-		printf "%s,%s,%s,%s,%s,%.1f,%s,%s,%s,%s,%s,\"%s\"\n", date, model, $2, t, $1, $3,
-			($4 == "-" ? "" : sprintf("%.1f", $4)), ratio, $5, rev, peer, cpu >> csv
+		rik = $5 == "-" ? "" : sprintf("%.3f", $3 / $5)
+		f = rl($2, $3, $7)
+		printf "%s,%s,%s,%s,%s,%.1f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,\"%s\"\n", date, model, $2, t, $1, $3,
+			($4 == "-" ? "" : sprintf("%.1f", $4)), ratio, ($5 == "-" ? "" : sprintf("%.1f", $5)), rik,
+			$6, $7, act, (f < 0 ? "" : sprintf("%.3f", f)), simd, rev, peer, ik, cpu >> csv
 	}
 	END {
-		printf "| %-8s | %7s | %12s | %15s | %16s | %-24s |\n", "test", "threads", "strata tok/s",
-			"llama.cpp tok/s", "strata/llama.cpp", "ratio per round"
-		printf "|----------|---------|--------------|-----------------|------------------|--------------------------|\n"
+		printf "| %-8s | %7s | %12s | %15s | %16s | %12s | %9s | %-20s |\n", "test", "threads", "strata tok/s",
+			"llama.cpp tok/s", "strata/llama.cpp", "ik tok/s", "strata/ik", "roofline (strata)"
+		printf "|----------|---------|--------------|-----------------|------------------|--------------|-----------|----------------------|\n"
 		for (i = 1; i <= ntests; i++) {
-			tst = order[i]; m = n[tst]; rr = ""; have = 1
-			for (k = 1; k <= m; k++) {
-				a[k] = s[tst, k]
-				if (p[tst, k] == "-") { have = 0; continue }
-				b[k] = p[tst, k]; c[k] = s[tst, k] / p[tst, k]
-				rr = rr (k > 1 ? " " : "") sprintf("%.2f", c[k])
+			tst = order[i]; m = n[tst]; hp = 1; hk = 1; np = nk = 0
+			for (j = 1; j <= m; j++) {
+				a[j] = s[tst, j]; fr[j] = rl(tst, s[tst, j], rd[tst, j])
+				if (p[tst, j] == "-") hp = 0; else { b[++np] = p[tst, j]; c[np] = s[tst, j] / p[tst, j]; first_c = (np == 1 ? c[1] : first_c); last_c = c[np] }
+				if (k[tst, j] == "-") hk = 0; else { d[++nk] = k[tst, j]; e[nk] = s[tst, j] / k[tst, j] }
 			}
-			ms = med(a, m)
-			if (have) {
-				mp = med(b, m); mr = med(c, m)
-				if (c[m] / c[1] > 1.5)
-					notes = notes sprintf("note: %s ratios vary %.1fx between rounds: something else shares the CPUs; rerun when the load average is low\n", tst, c[m] / c[1])
-				printf "| %-8s | %7d | %12.1f | %15.1f | %15.2fx | %-24s |\n", tst, t, ms, mp, mr, rr
-				printf "%s,%s,%s,%s,median,%.1f,%.1f,%.3f,,%s,%s,\"%s\"\n", date, model, tst, t, ms, mp, mr, rev, peer, cpu >> csv
-			} else {
-				printf "| %-8s | %7d | %12.1f | %15s | %16s | %-24s |\n", tst, t, ms, "-", "-", ""
-				printf "%s,%s,%s,%s,median,%.1f,,,,%s,,\"%s\"\n", date, model, tst, t, ms, rev, cpu >> csv
-			}
+			ms = med(a, m); mf = fr[1] < 0 ? -1 : med(fr, m)
+			mp = hp ? sprintf("%.1f", med(b, np)) : "-"; mr = hp ? sprintf("%.2fx", med(c, np)) : "-"
+			mk = hk ? sprintf("%.1f", med(d, nk)) : "-"; mrk = hk ? sprintf("%.2fx", med(e, nk)) : "-"
+			if (hp && last_c / first_c > 1.5)
+				notes = notes sprintf("note: %s ratios vary %.1fx between rounds: something else shares the CPUs; rerun when the load average is low\n", tst, last_c / first_c)
+			printf "| %-8s | %7d | %12.1f | %15s | %16s | %12s | %9s | %-20s |\n", tst, t, ms, mp, mr, mk, mrk,
+				(mf < 0 ? "" : sprintf("%.0f%%", 100 * mf))
+			printf "%s,%s,%s,%s,median,%.1f,%s,%s,%s,%s,,,%s,%s,%s,%s,%s,%s,\"%s\"\n", date, model, tst, t, ms,
+				(hp ? mp : ""), (hp ? sprintf("%.3f", med(c, np)) : ""), (hk ? mk : ""), (hk ? sprintf("%.3f", med(e, nk)) : ""),
+				act, (mf < 0 ? "" : sprintf("%.3f", mf)), simd, rev, peer, ik, cpu >> csv
 		}
 		printf "%s", notes
 	}' "$results"
@@ -294,6 +375,6 @@ awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v 
 	END { for (i = 2; i <= NR; i++) { x = r[i]; for (j = i - 1; j >= 1 && r[j] > x; j--) r[j + 1] = r[j]; r[j + 1] = x }
 		m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
 		printf "CPU time for the same tests (user + system, load and warm-ups included): llama.cpp/strata %.2fx (rounds: %s)\n", m, rr }' "$cpus"
-awk -v n="$(nproc)" '!seen[$1]++ && $5 + 0 > n { hi = hi (hi ? ", " : "") $5 }
+awk -v n="$(nproc)" '!seen[$1]++ && $6 + 0 > n { hi = hi (hi ? ", " : "") $6 }
 	END { if (hi) printf "note: the load average (%s) exceeded the %d CPUs: the other work on this machine shares them, and two threads that must meet at barriers suffer most; compare ratios, not tok/s\n", hi, n }' "$results"
 echo "rows appended to ${csv#"$root"/}"

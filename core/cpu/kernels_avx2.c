@@ -4,8 +4,9 @@
  *
  * Same structure as the AVX-512 level with 8-wide vectors and tiles of up to
  * 4 rows x 2 tokens (16 ymm registers hold 8 accumulators plus the row
- * vectors).  Q8_0 dots use vpmaddubsw on |w| and x * sign(w): |w| <= 128 and
- * |x| <= 127, so a pair sum never saturates 16 bits.
+ * vectors).  Q8_0 weights run in q8_0_r8_avx2.c (rows interleaved eight at
+ * a time); this file quantises their activations, which Q4_0, Q5_0 and
+ * IQ4_NL share.
  */
 #include <string.h>
 
@@ -136,7 +137,7 @@ AI void tile_float(int kind, int NR, int NT, const struct strata_mm_args *a,
 	store_tile(NR, NT, acc, a, r0, t0);
 }
 
-/* ---- Q8_0 weights x Q8_0 activations ---------------------------------------- */
+/* ---- Q8_0 activations -------------------------------------------------------- */
 
 /* Activation row: qs[k] int8, then d[k/32] float (the scalar layout). */
 static size_t q8_row_bytes(int64_t k)
@@ -189,55 +190,6 @@ static void q8_peek(const void *row, int64_t k, int64_t i, int8_t *q, float *d)
 	memcpy(d, p + k + (i / STRATA_QK8_0) * sizeof(float), sizeof(float));
 }
 
-AI void tile_q8(int NR, int NT, const struct strata_mm_args *a, int64_t r0,
-		int64_t t0)
-{
-	const uint8_t *w[MR];
-	const int8_t *xq[MT];
-	const float *xd[MT];
-	__m256 acc[MR][MT];
-	const __m256i ones = _mm256_set1_epi16(1);
-	const int64_t k = a->k, nb = k / STRATA_QK8_0;
-
-	UNROLL for (int j = 0; j < NR; j++)
-		w[j] = a->w + (r0 + j) * a->w_stride;
-	UNROLL for (int u = 0; u < NT; u++) {
-		xq[u] = (const int8_t *)(a->x + (t0 + u) * a->x_stride);
-		xd[u] = (const float *)(xq[u] + k);
-	}
-	UNROLL for (int j = 0; j < NR; j++)
-		UNROLL for (int u = 0; u < NT; u++)
-			acc[j][u] = _mm256_setzero_ps();
-	for (int64_t b = 0; b < nb; b++) {
-		__m256i wv[MR], aw[MR];
-		float dw[MR];
-
-		UNROLL for (int j = 0; j < NR; j++) {
-			const uint8_t *p = w[j] + b * STRATA_Q8_0_BYTES;
-			uint16_t h;
-
-			if (NT == 1)
-				_mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
-			memcpy(&h, p, 2);
-			dw[j] = _cvtsh_ss(h);
-			wv[j] = _mm256_loadu_si256((const __m256i *)(p + 2));
-			aw[j] = _mm256_abs_epi8(wv[j]);
-		}
-		UNROLL for (int u = 0; u < NT; u++) {
-			__m256i xv = _mm256_loadu_si256((const __m256i *)(xq[u] + b * 32));
-
-			UNROLL for (int j = 0; j < NR; j++) {
-				__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[j],
-					_mm256_sign_epi8(xv, wv[j])), ones);
-
-				acc[j][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-					_mm256_set1_ps(dw[j] * xd[u][b]), acc[j][u]);
-			}
-		}
-	}
-	store_tile(NR, NT, acc, a, r0, t0);
-}
-
 /* ---- tile instantiation and the per-type drivers ---------------------------- */
 
 #define DEF_TILE(fam, call, nr, nt)                                          \
@@ -276,12 +228,10 @@ static void run_tiles(tile_fn const tab[MR][MT], const struct strata_mm_args *a)
 #define CALL_F32(nr, nt, a, r, t) tile_float(W_F32, nr, nt, a, r, t)
 #define CALL_F16(nr, nt, a, r, t) tile_float(W_F16, nr, nt, a, r, t)
 #define CALL_BF16(nr, nt, a, r, t) tile_float(W_BF16, nr, nt, a, r, t)
-#define CALL_Q8(nr, nt, a, r, t) tile_q8(nr, nt, a, r, t)
 
 DEF_TILES(f32, CALL_F32)
 DEF_TILES(f16, CALL_F16)
 DEF_TILES(bf16, CALL_BF16)
-DEF_TILES(q8_0, CALL_Q8)
 
 /* ---- to_float ------------------------------------------------------------- */
 
@@ -472,7 +422,7 @@ const struct strata_kern_level strata_kern_avx2 = {
 		[STRATA_TYPE_F32] = { STRATA_ACT_F32, mm_f32, NULL },
 		[STRATA_TYPE_F16] = { STRATA_ACT_F32, mm_f16, f16_to_float },
 		[STRATA_TYPE_BF16] = { STRATA_ACT_F32, mm_bf16, bf16_to_float },
-		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, mm_q8_0, q8_0_to_float },
+		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, strata_q8_0_mm_avx2, q8_0_to_float },
 		[STRATA_TYPE_Q4_0] = { STRATA_ACT_Q8_0, strata_q4_0_mm_avx2,
 				      strata_q4_0_to_float_avx2 },
 		[STRATA_TYPE_Q4_1] = { STRATA_ACT_Q8_1, strata_q4_1_mm_avx2,

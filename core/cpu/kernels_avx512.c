@@ -8,11 +8,12 @@
  * kernels are written once (always_inline, constant NR/NT) and instantiated
  * for every edge size.
  *
- * Q8_0 uses vpdpbusd, which multiplies unsigned by signed bytes.  The weights
- * are made unsigned by flipping their sign bit (w + 128), and the extra
- * 128 * sum(x) this adds is cancelled by starting each accumulation at a
- * precomputed -128 * sum(x) (per group of 4 bytes, stored with the
- * activations), so the integer dot is exact and costs one instruction.
+ * The activation row of Q8_0 (used by Q4_0, Q5_0 and IQ4_NL too) carries,
+ * besides the int8 values and scales, -128 * the sum of each group of four
+ * and of each block: vpdpbusd multiplies unsigned by signed bytes, so the
+ * weights are made unsigned by flipping their sign bit (w + 128) and those
+ * sums cancel the extra 128 * sum(x), keeping the integer dot exact.  Q8_0
+ * weights run in q8_0_r16_avx512.c, on rows interleaved sixteen at a time.
  */
 #include <string.h>
 
@@ -187,11 +188,13 @@ AI void tile_float(int kind, int NR, int NT, const struct strata_mm_args *a,
 
 /*
  * Activation row at this level: corr[k/4] int32 (-128 * sum of each group of
- * four q), qs[k] int8, d[k/32] float.  Tokens start 64-byte aligned.
+ * four q), qs[k] int8, d[k/32] float, bsum[k/32] int32 (-128 * sum of each
+ * block's q, for the row-interleaved Q8_0 kernel).  Tokens start 64-byte
+ * aligned.
  */
 static size_t q8_row_bytes(int64_t k)
 {
-	return round64((size_t)k * 2 + (size_t)(k / STRATA_QK8_0) * sizeof(float));
+	return round64((size_t)k * 2 + (size_t)(k / STRATA_QK8_0) * 8);
 }
 
 static void q8_quantize(const float *x, void *dst, int64_t k)
@@ -231,6 +234,13 @@ static void q8_quantize(const float *x, void *dst, int64_t k)
 		_mm256_storeu_si256((__m256i *)(corr + i / 4),
 				    _mm256_sub_epi32(_mm256_setzero_si256(), s));
 	}
+	for (int64_t b = 0; b < k / STRATA_QK8_0; b++) {
+		int32_t *bsum = (int32_t *)(ds + k / STRATA_QK8_0), t = 0;
+
+		for (int j = 0; j < 8; j++)
+			t += corr[8 * b + j];
+		bsum[b] = t;
+	}
 }
 
 static void q8_peek(const void *row, int64_t k, int64_t i, int8_t *q, float *d)
@@ -239,89 +249,6 @@ static void q8_peek(const void *row, int64_t k, int64_t i, int8_t *q, float *d)
 
 	*q = (int8_t)p[k + i];
 	memcpy(d, p + 2 * k + (i / STRATA_QK8_0) * sizeof(float), sizeof(float));
-}
-
-/* Blocks b (and b+1 when `two`) of NR weight rows against NT tokens. */
-AI void q8_step(int NR, int NT, int two, const uint8_t *const *w,
-		const uint8_t *const *xa, int64_t k, int64_t b,
-		__m512 acc[MR][MT])
-{
-	const __m512i flip = _mm512_set1_epi8((char)0x80);
-	const __m256i hidx = _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0,
-					       1, 1, 1, 1, 1, 1, 1, 1);
-	const __m512i fidx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0,
-					       1, 1, 1, 1, 1, 1, 1, 1);
-	__m512i wq[MR];
-	__m512 wd[MR];
-
-	UNROLL for (int j = 0; j < NR; j++) {
-		const uint8_t *p = w[j] + b * STRATA_Q8_0_BYTES;
-		uint16_t d0, d1 = 0;
-
-		if (NT == 1)
-			_mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
-		__m512i q = _mm512_castsi256_si512(
-			_mm256_loadu_si256((const __m256i *)(p + 2)));
-
-		memcpy(&d0, p, 2);
-		if (two) {
-			memcpy(&d1, p + STRATA_Q8_0_BYTES, 2);
-			q = _mm512_inserti64x4(q, _mm256_loadu_si256(
-				(const __m256i *)(p + STRATA_Q8_0_BYTES + 2)), 1);
-		}
-		wq[j] = _mm512_xor_si512(q, flip);
-		wd[j] = _mm512_cvtph_ps(_mm256_permutexvar_epi16(hidx,
-			_mm256_castsi128_si256(_mm_cvtsi32_si128(
-				(int)(d0 | (uint32_t)d1 << 16)))));
-	}
-	UNROLL for (int u = 0; u < NT; u++) {
-		const uint8_t *corr = xa[u] + b * 32;
-		const uint8_t *qs = xa[u] + k + b * 32;
-		const float *ds = (const float *)(xa[u] + 2 * k) + b;
-		__m512i c, xq;
-		__m512 xd;
-
-		if (two) {
-			c = _mm512_loadu_si512(corr);
-			xq = _mm512_loadu_si512(qs);
-			xd = _mm512_castps128_ps512(_mm_castsi128_ps(
-				_mm_loadl_epi64((const __m128i *)ds)));
-		} else {
-			c = _mm512_maskz_loadu_epi32(0xff, corr);
-			xq = _mm512_maskz_loadu_epi8(0xffffffffull, qs);
-			xd = _mm512_castps128_ps512(_mm_load_ss(ds));
-		}
-		xd = _mm512_permutexvar_ps(fidx, xd);
-		UNROLL for (int j = 0; j < NR; j++) {
-			__m512i s = two ? _mm512_dpbusd_epi32(c, wq[j], xq)
-					: _mm512_maskz_dpbusd_epi32(0xff, c, wq[j], xq);
-
-			acc[j][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-						    _mm512_mul_ps(wd[j], xd), acc[j][u]);
-		}
-	}
-}
-
-AI void tile_q8(int NR, int NT, const struct strata_mm_args *a, int64_t r0,
-		int64_t t0)
-{
-	const uint8_t *w[MR], *xa[MT];
-	__m512 acc[MR][MT], zero[MR][MT];
-	const int64_t nb = a->k / STRATA_QK8_0;
-	int64_t b = 0;
-
-	UNROLL for (int j = 0; j < NR; j++)
-		w[j] = a->w + (r0 + j) * a->w_stride;
-	UNROLL for (int u = 0; u < NT; u++)
-		xa[u] = a->x + (t0 + u) * a->x_stride;
-	UNROLL for (int j = 0; j < NR; j++)
-		UNROLL for (int u = 0; u < NT; u++)
-			acc[j][u] = zero[j][u] = _mm512_setzero_ps();
-	for (; b + 2 <= nb; b += 2)
-		q8_step(NR, NT, 1, w, xa, a->k, b, acc);
-	if (b < nb)
-		q8_step(NR, NT, 0, w, xa, a->k, b, acc);
-	store_tile(NR, NT, acc, zero, a, r0, t0);
 }
 
 /* ---- tile instantiation and the per-type drivers ---------------------------- */
@@ -367,12 +294,10 @@ static void run_tiles(tile_fn const tab[MR][MT], const struct strata_mm_args *a)
 #define CALL_F32(nr, nt, a, r, t) tile_float(W_F32, nr, nt, a, r, t)
 #define CALL_F16(nr, nt, a, r, t) tile_float(W_F16, nr, nt, a, r, t)
 #define CALL_BF16(nr, nt, a, r, t) tile_float(W_BF16, nr, nt, a, r, t)
-#define CALL_Q8(nr, nt, a, r, t) tile_q8(nr, nt, a, r, t)
 
 DEF_TILES(f32, CALL_F32)
 DEF_TILES(f16, CALL_F16)
 DEF_TILES(bf16, CALL_BF16)
-DEF_TILES(q8_0, CALL_Q8)
 
 /* ---- to_float ------------------------------------------------------------- */
 
@@ -556,7 +481,7 @@ const struct strata_kern_level strata_kern_avx512 = {
 		[STRATA_TYPE_F32] = { STRATA_ACT_F32, mm_f32, NULL },
 		[STRATA_TYPE_F16] = { STRATA_ACT_F32, mm_f16, f16_to_float },
 		[STRATA_TYPE_BF16] = { STRATA_ACT_F32, mm_bf16, bf16_to_float },
-		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, mm_q8_0, q8_0_to_float },
+		[STRATA_TYPE_Q8_0] = { STRATA_ACT_Q8_0, strata_q8_0_mm_avx512, q8_0_to_float },
 		[STRATA_TYPE_Q4_0] = { STRATA_ACT_Q8_0, strata_q4_0_mm_avx512,
 				      strata_q4_0_to_float_avx512 },
 		[STRATA_TYPE_Q4_1] = { STRATA_ACT_Q8_1, strata_q4_1_mm_avx512,

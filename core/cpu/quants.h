@@ -46,6 +46,8 @@ STRATA_DECL_SCALAR(q4_1)
 STRATA_DECL_SCALAR(q5_0)
 STRATA_DECL_SCALAR(q5_1)
 STRATA_DECL_SCALAR(iq4_nl)
+/* q8_0_r16_avx512.c */
+STRATA_DECL_MM(q8_0, avx512)
 /* quants_legacy_avx512.c */
 STRATA_DECL_MM(q4_0, avx512)
 STRATA_DECL_MM(q5_0, avx512)
@@ -58,6 +60,8 @@ STRATA_DECL_MM(q5_1, avx512)
 STRATA_DECL_TO_FLOAT(q4_1, avx512)
 STRATA_DECL_TO_FLOAT(q5_1, avx512)
 void strata_q8_1_quantize_avx512(const float *x, void *dst, int64_t k);
+/* q8_0_r8_avx2.c */
+STRATA_DECL_MM(q8_0, avx2)
 /* quants_legacy_avx2.c */
 STRATA_DECL_MM(q4_0, avx2)
 STRATA_DECL_MM(q5_0, avx2)
