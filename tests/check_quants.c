@@ -679,8 +679,9 @@ static void check_type(uint32_t type)
 	static const int64_t rows[] = { 1, 3, 5, 17, 66 };
 	static const int64_t ntok[] = { 1, 2, 3, 5, 8, 9, 17, 40 };
 	const int64_t blk = strata_type_block(type);
-	/* 41 blocks: an odd block left over after runs of 16 (avx512) */
-	const int64_t cols[] = { blk, 2 * blk, 5 * blk, blk == 32 ? 41 * blk : 6 * blk };
+	/* 41 blocks: an odd block left over after runs of 16 (avx512); 19
+	 * super-blocks: the interleaved K kernels' chunks of 8 and a rest */
+	const int64_t cols[] = { blk, 2 * blk, 5 * blk, blk == 32 ? 41 * blk : 19 * blk };
 	struct strata_pool *pool;
 
 	EXPECT_EQ(strata_pool_create(2, &pool), 0);
@@ -690,6 +691,47 @@ static void check_type(uint32_t type)
 				check_mm(pool, type, rows[a], cols[b], ntok[c]);
 	strata_pool_free(pool);
 }
+
+/*
+ * A token's outputs are the same bits alone and in a batch of any size
+ * (speculative windows compare them with one-token decoding), at every
+ * level, over rows that end in a short group and columns over several of
+ * the interleaved kernels' chunks.
+ */
+START_TEST(matmul_batch_invariant)
+{
+	SIMD_CASE();
+
+	const uint32_t type = g_types[_i];
+	const int64_t rows = 21, blk = strata_type_block(type);
+	const int64_t cols = blk == 32 ? 67 * blk : 19 * blk, n_tok = 9;
+	uint8_t *w = make_blocks(type, rows * cols);
+	float *x = malloc(sizeof(float) * (size_t)(cols * n_tok));
+	float *yb = malloc(sizeof(float) * (size_t)(rows * n_tok));
+	float *y1 = malloc(sizeof(float) * (size_t)rows);
+	struct strata_pool *pool;
+	struct strata_mat m;
+
+	for (int64_t i = 0; i < cols * n_tok; i++)
+		x[i] = frnd() * (i % 11 == 0 ? 6.0f : 1.0f);
+	EXPECT_EQ(strata_pool_create(2, &pool), 0);
+	EXPECT_EQ(strata_mat_init(&m, type, rows, cols, w), 0);
+	EXPECT_EQ(strata_simd_set(g_lv), 0);
+	for (int64_t n = 2; n <= n_tok; n++) {
+		strata_matmul(pool, &m, x, cols, n, yb, rows);
+		for (int64_t t = 0; t < n; t++) {
+			strata_matmul(pool, &m, x + t * cols, cols, 1, y1, rows);
+			EXPECT(memcmp(y1, yb + t * rows, sizeof(float) * (size_t)rows) == 0,
+			       "%s %s: token %lld of a batch of %lld differs from it alone",
+			       strata_simd_name(g_lv), strata_type_name(type), (long long)t,
+			       (long long)n);
+		}
+	}
+	strata_simd_set(strata_simd_detect());
+	strata_pool_free(pool);
+	free(w), free(x), free(yb), free(y1);
+}
+END_TEST
 
 START_TEST(matmul_types)
 {
@@ -726,6 +768,7 @@ int main(void)
 	tcase_add_test(simd, act_q8k);
 	tcase_add_test(simd, act_q8_1);
 	tcase_add_loop_test(simd, matmul_types, 0, (int)N_TYPES);
+	tcase_add_loop_test(simd, matmul_batch_invariant, 0, (int)N_TYPES);
 	suite_add_tcase(s, simd);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, dequant_hand_blocks);

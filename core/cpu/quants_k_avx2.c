@@ -10,12 +10,15 @@
  * int32 partial dots, summed over the super-block.  Q3_K/Q6_K offsets and
  * Q2/4/5_K mins go through the activations' 16-value sums.
  */
+#include <math.h>
 #include <string.h>
 
 #include "quants.h"
 
 #if defined(STRATA_KERN_X86)
 #include <immintrin.h>
+
+#include "quants_k_r8.h"
 
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
@@ -220,6 +223,25 @@ AI float hsum8(__m256 v)
 	return _mm_cvtss_f32(h);
 }
 
+/* The sum of v's eight int32 lanes (exact). */
+AI int32_t hsum_i32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+	return _mm_cvtsi128_si32(s);
+}
+
+/*
+ * Types that also have a row-interleaved kernel sum as it does: per
+ * super-block the exact integer sums S (scales applied) and M (mins), then
+ * y = fma(S, d d_x, y) and y = fma(-M, dmin d_x, y), in float, for each row
+ * and token.  The others keep eight partial sums per row (one per lane)
+ * and add them at the end.
+ */
+#define BSUM_ORDER(T) ((T) == K4 || (T) == K6)
+
 AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *a,
 	      int64_t r, int64_t t0)
 {
@@ -228,9 +250,12 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 	__m256 acc[NT_MAX];
 	const int64_t k = a->k, nb = k / QK;
 
+	float sacc[NT_MAX];
+
 	UNROLL for (int u = 0; u < NT; u++) {
 		x[u] = a->x + (t0 + u) * a->x_stride;
 		acc[u] = _mm256_setzero_ps();
+		sacc[u] = 0.0f;
 	}
 	for (int64_t b = 0; b < nb; b++) {
 		const uint8_t *blk = w + b * bbytes;
@@ -262,6 +287,13 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 		UNROLL for (int u = 0; u < NT; u++) {
 			const float dx = STRATA_Q8K_D(x[u], k)[b];
 
+			if (BSUM_ORDER(T)) {
+				sacc[u] = fmaf((float)hsum_i32(is[u]), o.d * dx, sacc[u]);
+				if (T == K4)
+					sacc[u] = fmaf(-(float)hsum_i32(_mm256_madd_epi16(o.mins, bs[u])),
+						       o.dmin * dx, sacc[u]);
+				continue;
+			}
 			acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]),
 						 _mm256_set1_ps(o.d * dx), acc[u]);
 			if (T == K2 || T == K4 || T == K5)
@@ -271,7 +303,7 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 		}
 	}
 	UNROLL for (int u = 0; u < NT; u++)
-		a->y[(t0 + u) * a->ldy + r] = hsum8(acc[u]);
+		a->y[(t0 + u) * a->ldy + r] = BSUM_ORDER(T) ? sacc[u] : hsum8(acc[u]);
 }
 
 typedef void (*tile_fn)(const struct strata_mm_args *a, int64_t r, int64_t t0);
@@ -313,8 +345,29 @@ static void run_tiles(tile_fn const tab[NT_MAX], const struct strata_mm_args *a)
 
 DEF_KTYPE(q2_k, K2, STRATA_Q2_K_BYTES)
 DEF_KTYPE(q3_k, K3, STRATA_Q3_K_BYTES)
-DEF_KTYPE(q4_k, K4, STRATA_Q4_K_BYTES)
 DEF_KTYPE(q5_k, K5, STRATA_Q5_K_BYTES)
-DEF_KTYPE(q6_k, K6, STRATA_Q6_K_BYTES)
+
+/*
+ * Q4_K and Q6_K: from STRATA_K8_MIN_TOKENS tokens on, rows interleaved
+ * eight at a time (quants_k_r8_avx2.c); below, ktile, one row at a time,
+ * in the same float order (see BSUM_ORDER), so a token's outputs do not
+ * depend on the batch.
+ */
+#define DEF_K8(name, T, bytes)                                                       \
+	DEF_TILE(name, T, bytes, 1) DEF_TILE(name, T, bytes, 2)                      \
+	DEF_TILE(name, T, bytes, 3) DEF_TILE(name, T, bytes, 4)                      \
+	void strata_##name##_mm_avx2(const struct strata_mm_args *a)                 \
+	{                                                                            \
+		static tile_fn const tab[NT_MAX] = {                                 \
+			name##_1, name##_2, name##_3, name##_4,                      \
+		};                                                                   \
+		if (a->nt >= STRATA_K8_MIN_TOKENS)                                   \
+			strata_##name##_r8_avx2(a);                                  \
+		else                                                                 \
+			run_tiles(tab, a);                                           \
+	}
+
+DEF_K8(q4_k, K4, STRATA_Q4_K_BYTES)
+DEF_K8(q6_k, K6, STRATA_Q6_K_BYTES)
 
 #endif

@@ -1,0 +1,360 @@
+/*
+ * quants_k_r8_avx2.c - Q4_K and Q6_K weights x Q8_K activations at the AVX2
+ * level for four tokens or more, on rows interleaved eight at a time (built
+ * with -mavx2 -mfma -mf16c).
+ *
+ * As for Q8_0 (q8_0_r8_avx2.c): a group of eight rows is repacked on the
+ * fly, a chunk of blocks at a time, into a per-thread buffer in which one
+ * 32-byte vector holds the same four values of the eight rows (unpacked to
+ * bytes) and one int16 vector a sub-block's scale for each row; a token's
+ * four matching bytes are broadcast, and one vpmaddubsw serves eight rows.
+ * Sub-block sums stay in int16 as long as they cannot overflow (Q4_K: a
+ * whole 32-value sub-block, 8 x 2 x 15 x 127; Q6_K: 8 values, 2 x 2 x 63 x
+ * 127) and are scaled with one vpmaddwd, so a 32-value sub-block of eight
+ * rows costs about as many instructions as one row did before.
+ *
+ * The order of the float operations is the one quants_k_avx2.c's 8-row
+ * path (strata_k8_*) uses for fewer tokens, so a token's outputs do not
+ * depend on the batch: per super-block, the exact integer sums S (scales
+ * applied, Q6_K's -32 offset folded in) and M (Q4_K's mins against the
+ * activations' sub-block sums), then y = fma(float(S), d * d_x, y) and, for
+ * Q4_K, y = y - float(M) * (dmin * d_x) in one fused step.
+ */
+#include <string.h>
+
+#include "quants.h"
+#include "quants_k_r8.h"
+#include "r8_x86.h"
+
+#if defined(STRATA_KERN_X86)
+#include <immintrin.h>
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+#define GR 8  /* rows per group */
+#define CH 8  /* super-blocks repacked at a time */
+#define TT 4  /* tokens per tile */
+#define QK STRATA_QK_K
+
+/* One super-block of eight rows, repacked.  Q4_K: q[j][c] is values
+ * 32j + 4c .. +3 (j < 8); Q6_K: q[j][c] is values 16j + 4c .. +3 stored at
+ * [j / 2][4 (j % 2) + c]. */
+struct k8_blk {
+	__m256i q[8][8];
+	__m256i sc[16];  /* int16 (sc, sc) per row: Q4_K 8 sub-blocks, Q6_K 16 */
+	__m256i mn[8];   /* int16 pairs per row: Q4_K (m_2p, m_2p+1) x 4;
+			  * Q6_K (-32 sc_2p, -32 sc_2p+1) x 8 */
+	float d[GR], dmin[GR];
+};
+
+static _Thread_local struct k8_blk g_buf[CH];
+
+static uint32_t ld32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Q4_K's 12 packed bytes as sc0..sc7, m0..m7. */
+AI __m128i q4k_scales(const uint8_t *s)
+{
+	uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+
+	return _mm_setr_epi32((int)(a & 0x3f3f3f3f),
+			      (int)((c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030)),
+			      (int)(b & 0x3f3f3f3f),
+			      (int)(((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030)));
+}
+
+/* 8 rows x 16 bytes -> c[i]: byte 2i of rows 0..7, then byte 2i+1. */
+AI void transpose_8x16(__m128i r[8], __m128i c[8])
+{
+	__m128i a[8], b[8];
+
+	UNROLL for (int i = 0; i < 4; i++) {
+		a[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+		a[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+	}
+	UNROLL for (int h = 0; h < 2; h++) {
+		b[4 * h + 0] = _mm_unpacklo_epi16(a[4 * h + 0], a[4 * h + 2]);
+		b[4 * h + 1] = _mm_unpackhi_epi16(a[4 * h + 0], a[4 * h + 2]);
+		b[4 * h + 2] = _mm_unpacklo_epi16(a[4 * h + 1], a[4 * h + 3]);
+		b[4 * h + 3] = _mm_unpackhi_epi16(a[4 * h + 1], a[4 * h + 3]);
+	}
+	UNROLL for (int i = 0; i < 4; i++) {
+		c[2 * i] = _mm_unpacklo_epi32(b[i], b[4 + i]);
+		c[2 * i + 1] = _mm_unpackhi_epi32(b[i], b[4 + i]);
+	}
+}
+
+/* Byte column i (0..15) of the transposed scales, each row's byte twice,
+ * as int16: lanes 2r, 2r+1 = row r. */
+AI __m256i col_pairs(const __m128i c[8], int i, int sign)
+{
+	__m128i v = c[i / 2];
+
+	if (i % 2)
+		v = _mm_srli_si128(v, 8);
+	v = _mm_unpacklo_epi8(v, v);
+	return sign ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+}
+
+/* Columns i and i + 1 (i even) interleaved per row: lanes 2r, 2r+1 =
+ * (col i, col i+1) of row r, as int16. */
+AI __m256i col_interleave(const __m128i c[8], int i, int sign)
+{
+	__m128i v = _mm_unpacklo_epi8(c[i / 2], _mm_srli_si128(c[i / 2], 8));
+
+	return sign ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+}
+
+AI void load_dd(const uint8_t *const w[GR], size_t off, float out[GR])
+{
+	uint16_t h[GR];
+
+	UNROLL for (int j = 0; j < GR; j++)
+		memcpy(&h[j], w[j] + off, 2);
+	_mm256_store_ps(out, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+}
+
+/* Super-block b of the group's Q4_K rows into o. */
+static void repack_q4k(const uint8_t *const w[GR], int64_t b, struct k8_blk *o)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const uint8_t *p[GR];
+	__m128i s[GR], c[8];
+
+	UNROLL for (int j = 0; j < GR; j++) {
+		p[j] = w[j] + b * STRATA_Q4_K_BYTES;
+		s[j] = q4k_scales(p[j] + 4);
+	}
+	load_dd(p, 0, o->d);
+	load_dd(p, 2, o->dmin);
+	transpose_8x16(s, c);
+	UNROLL for (int j = 0; j < 8; j++)
+		o->sc[j] = col_pairs(c, j, 0);
+	UNROLL for (int q = 0; q < 4; q++)
+		o->mn[q] = col_interleave(c, 8 + 2 * q, 0);
+	/* qs bytes 32 h .. 32 h + 31: low nibbles sub-block 2h, high 2h + 1 */
+	UNROLL for (int h = 0; h < 4; h++) {
+		__m256i r[GR];
+
+		UNROLL for (int j = 0; j < GR; j++)
+			r[j] = _mm256_loadu_si256((const __m256i *)(p[j] + 16 + 32 * h));
+		strata_r8_transpose(r);
+		UNROLL for (int c4 = 0; c4 < 8; c4++) {
+			o->q[2 * h][c4] = _mm256_and_si256(r[c4], m4);
+			o->q[2 * h + 1][c4] = _mm256_and_si256(_mm256_srli_epi16(r[c4], 4), m4);
+		}
+	}
+}
+
+/* Super-block b of the group's Q6_K rows into o. */
+static void repack_q6k(const uint8_t *const w[GR], int64_t b, struct k8_blk *o)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+	const uint8_t *p[GR];
+	__m128i s[GR], c[8];
+
+	UNROLL for (int j = 0; j < GR; j++) {
+		p[j] = w[j] + b * STRATA_Q6_K_BYTES;
+		s[j] = _mm_loadu_si128((const __m128i *)(p[j] + 192));
+	}
+	load_dd(p, 208, o->d);
+	transpose_8x16(s, c);
+	UNROLL for (int j = 0; j < 16; j++)
+		o->sc[j] = col_pairs(c, j, 1);
+	UNROLL for (int q = 0; q < 8; q++)
+		o->mn[q] = _mm256_mullo_epi16(col_interleave(c, 2 * q, 1), _mm256_set1_epi16(-32));
+	/*
+	 * Values 128 n + 32 qt + i (n < 2, qt < 4, i < 32): low 4 bits from
+	 * ql[64 n + 32 (qt % 2) + i] >> 4 (qt / 2), high 2 from
+	 * qh[32 n + i] >> 2 qt.  That is 32 values = sub-blocks 2 (4 n + qt)
+	 * and 2 (4 n + qt) + 1.
+	 */
+	UNROLL for (int n = 0; n < 2; n++) {
+		__m256i h[GR], l0[GR], l1[GR];
+
+		UNROLL for (int j = 0; j < GR; j++) {
+			l0[j] = _mm256_loadu_si256((const __m256i *)(p[j] + 64 * n));
+			l1[j] = _mm256_loadu_si256((const __m256i *)(p[j] + 64 * n + 32));
+			h[j] = _mm256_loadu_si256((const __m256i *)(p[j] + 128 + 32 * n));
+		}
+		strata_r8_transpose(l0);
+		strata_r8_transpose(l1);
+		strata_r8_transpose(h);
+		UNROLL for (int qt = 0; qt < 4; qt++) {
+			const int g = 4 * n + qt; /* 32-value group: q[g][..] */
+
+			UNROLL for (int c4 = 0; c4 < 8; c4++) {
+				__m256i l = qt % 2 ? l1[c4] : l0[c4];
+
+				o->q[g][c4] = _mm256_or_si256(
+					_mm256_and_si256(_mm256_srli_epi16(l, 4 * (qt / 2)), m4),
+					_mm256_slli_epi16(_mm256_and_si256(
+						_mm256_srli_epi16(h[c4], 2 * qt), m2), 4));
+			}
+		}
+	}
+}
+
+AI __m256i bcast32(const int8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/*
+ * NT tokens against repacked super-blocks [b0, b0 + nb): acc holds y on
+ * entry and on return.  Q4_K when `six` is 0, Q6_K when 1.
+ */
+AI void ktile(int six, int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int nb,
+	      __m256 acc[TT])
+{
+	const int64_t k = a->k;
+	const uint8_t *x[TT];
+
+	UNROLL for (int u = 0; u < NT; u++)
+		x[u] = a->x + (t0 + u) * a->x_stride;
+	for (int bi = 0; bi < nb; bi++) {
+		const struct k8_blk *o = &g_buf[bi];
+		const int64_t b = b0 + bi;
+		__m256i is[TT], im[TT];
+
+		UNROLL for (int u = 0; u < NT; u++) {
+			/* the activations' 16-value sums: per pair of them (Q6_K),
+			 * or per 32 values, in pairs (Q4_K) */
+			__m256i bs = _mm256_loadu_si256((const __m256i *)(STRATA_Q8K_BSUMS(x[u], k) + 16 * b));
+
+			if (!six) {
+				__m128i s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+							   _mm256_extracti128_si256(bs, 1));
+				__m256i s2 = _mm256_broadcastsi128_si256(s);
+
+				im[u] = _mm256_madd_epi16(o->mn[0], _mm256_shuffle_epi32(s2, 0x00));
+				im[u] = _mm256_add_epi32(im[u], _mm256_madd_epi16(o->mn[1], _mm256_shuffle_epi32(s2, 0x55)));
+				im[u] = _mm256_add_epi32(im[u], _mm256_madd_epi16(o->mn[2], _mm256_shuffle_epi32(s2, 0xaa)));
+				im[u] = _mm256_add_epi32(im[u], _mm256_madd_epi16(o->mn[3], _mm256_shuffle_epi32(s2, 0xff)));
+				is[u] = _mm256_setzero_si256();
+			} else {
+				__m256i lo = _mm256_permute4x64_epi64(bs, 0x44), hi = _mm256_permute4x64_epi64(bs, 0xee);
+
+				is[u] = _mm256_madd_epi16(o->mn[0], _mm256_shuffle_epi32(lo, 0x00));
+				is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(o->mn[1], _mm256_shuffle_epi32(lo, 0x55)));
+				is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(o->mn[2], _mm256_shuffle_epi32(lo, 0xaa)));
+				is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(o->mn[3], _mm256_shuffle_epi32(lo, 0xff)));
+				is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(o->mn[4], _mm256_shuffle_epi32(hi, 0x00)));
+				is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(o->mn[5], _mm256_shuffle_epi32(hi, 0x55)));
+				is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(o->mn[6], _mm256_shuffle_epi32(hi, 0xaa)));
+				is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(o->mn[7], _mm256_shuffle_epi32(hi, 0xff)));
+			}
+		}
+		for (int g = 0; g < 8; g++) {
+			const int8_t *xq[TT];
+			__m256i s16[TT];
+
+			UNROLL for (int u = 0; u < NT; u++)
+				xq[u] = STRATA_Q8K_QS(x[u]) + b * QK + 32 * g;
+			if (!six) {
+				UNROLL for (int u = 0; u < NT; u++)
+					s16[u] = _mm256_setzero_si256();
+				UNROLL for (int c = 0; c < 8; c++) {
+					const __m256i q = _mm256_load_si256(&o->q[g][c]);
+
+					UNROLL for (int u = 0; u < NT; u++)
+						s16[u] = _mm256_add_epi16(s16[u], _mm256_maddubs_epi16(q, bcast32(xq[u] + 4 * c)));
+				}
+				UNROLL for (int u = 0; u < NT; u++)
+					is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(s16[u], o->sc[g]));
+			} else {
+				UNROLL for (int h = 0; h < 4; h++) { /* 8 values: half a 16-value sub-block */
+					const __m256i q0 = _mm256_load_si256(&o->q[g][2 * h]);
+					const __m256i q1 = _mm256_load_si256(&o->q[g][2 * h + 1]);
+					const __m256i sc = o->sc[2 * g + h / 2];
+
+					UNROLL for (int u = 0; u < NT; u++)
+						is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(_mm256_add_epi16(
+							_mm256_maddubs_epi16(q0, bcast32(xq[u] + 8 * h)),
+							_mm256_maddubs_epi16(q1, bcast32(xq[u] + 8 * h + 4))), sc));
+				}
+			}
+		}
+		UNROLL for (int u = 0; u < NT; u++) {
+			const __m256 dx = _mm256_set1_ps(STRATA_Q8K_D(x[u], k)[b]);
+
+			acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]),
+						 _mm256_mul_ps(_mm256_load_ps(o->d), dx), acc[u]);
+			if (!six)
+				acc[u] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im[u]),
+							  _mm256_mul_ps(_mm256_load_ps(o->dmin), dx), acc[u]);
+		}
+	}
+}
+
+#define DEF_TILE(name, six, nt)                                                      \
+	static void name##_##nt(const struct strata_mm_args *a, int64_t t0, int64_t b0, \
+				int nb, __m256 acc[TT])                               \
+	{                                                                            \
+		ktile(six, nt, a, t0, b0, nb, acc);                                  \
+	}
+DEF_TILE(q4k, 0, 1)
+DEF_TILE(q4k, 0, 2)
+DEF_TILE(q4k, 0, 3)
+DEF_TILE(q4k, 0, 4)
+DEF_TILE(q6k, 1, 1)
+DEF_TILE(q6k, 1, 2)
+DEF_TILE(q6k, 1, 3)
+DEF_TILE(q6k, 1, 4)
+
+typedef void (*tile_fn)(const struct strata_mm_args *, int64_t, int64_t, int, __m256[TT]);
+typedef void (*repack_fn)(const uint8_t *const w[GR], int64_t b, struct k8_blk *o);
+
+static void run(const struct strata_mm_args *a, repack_fn repack, tile_fn const tiles[TT])
+{
+	const int64_t nbk = a->k / QK;
+
+	for (int64_t r = 0; r < a->nr; r += GR) {
+		const int nr = a->nr - r < GR ? (int)(a->nr - r) : GR;
+		const uint8_t *w[GR];
+
+		/* A short last group repeats its first row; those lanes are dropped. */
+		for (int j = 0; j < GR; j++)
+			w[j] = a->w + (r + (j < nr ? j : 0)) * a->w_stride;
+		for (int64_t b0 = 0; b0 < nbk; b0 += CH) {
+			const int nb = nbk - b0 < CH ? (int)(nbk - b0) : CH;
+
+			for (int bi = 0; bi < nb; bi++)
+				repack(w, b0 + bi, &g_buf[bi]);
+			for (int64_t t = 0; t < a->nt; t += TT) {
+				const int nt = a->nt - t < TT ? (int)(a->nt - t) : TT;
+				__m256 acc[TT];
+
+				for (int u = 0; u < nt; u++)
+					acc[u] = b0 ? strata_k8_load(a, r, nr, t + u) : _mm256_setzero_ps();
+				tiles[nt - 1](a, t, b0, nb, acc);
+				for (int u = 0; u < nt; u++)
+					strata_k8_store(a, r, nr, t + u, acc[u]);
+			}
+		}
+	}
+}
+
+void strata_q4_k_r8_avx2(const struct strata_mm_args *a)
+{
+	static tile_fn const tiles[TT] = { q4k_1, q4k_2, q4k_3, q4k_4 };
+
+	run(a, repack_q4k, tiles);
+}
+
+void strata_q6_k_r8_avx2(const struct strata_mm_args *a)
+{
+	static tile_fn const tiles[TT] = { q6k_1, q6k_2, q6k_3, q6k_4 };
+
+	run(a, repack_q6k, tiles);
+}
+
+#endif
