@@ -32,7 +32,6 @@
 #define GR 16      /* rows per interleaved group */
 #define CH 64      /* blocks repacked at a time */
 #define TT 8       /* tokens per tile */
-#define PF_DIST 1536
 
 struct r16_buf {
 	float d[CH][GR];    /* the sixteen rows' block scales */
@@ -158,7 +157,10 @@ static void gemv(const struct strata_mm_args *a, int64_t r, int nr)
 			UNROLL for (int j = 0; j < 8; j++) {
 				const uint8_t *q = w[j] + b * STRATA_Q8_0_BYTES;
 
-				_mm_prefetch((const char *)q + PF_DIST, _MM_HINT_T0);
+				/* the same place in the next group's rows: a row
+				 * stream's own look-ahead would land in the rows
+				 * being read (measured +20% with 2 threads) */
+				_mm_prefetch((const char *)q + 8 * a->w_stride, _MM_HINT_T0);
 				memcpy(&h[j], q, 2);
 				p[j] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(
 					_mm256_loadu_si256((const __m256i *)(q + 2)), flip), x);

@@ -35,7 +35,6 @@
 #define GR 8       /* rows per interleaved group */
 #define CH 64      /* blocks repacked at a time */
 #define TT 4       /* tokens per tile */
-#define PF_DIST 1536
 #define UNROLL _Pragma("GCC unroll 8")
 
 struct r8_buf {
@@ -166,7 +165,10 @@ static void gemv(const struct strata_mm_args *a, int64_t r, int nr, const uint8_
 			const uint8_t *q = w[j] + b * STRATA_Q8_0_BYTES;
 			__m256i v;
 
-			_mm_prefetch((const char *)q + PF_DIST, _MM_HINT_T0);
+			/* the same place in the next group's rows: a row
+			 * stream's own look-ahead would land in the rows
+			 * being read (measured +20% with 2 threads) */
+			_mm_prefetch((const char *)q + GR * a->w_stride, _MM_HINT_T0);
 			memcpy(&h[j], q, 2);
 			v = _mm256_loadu_si256((const __m256i *)(q + 2));
 			p[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v),
