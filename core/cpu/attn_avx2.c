@@ -1,11 +1,15 @@
 /*
- * attn_avx2.c - attention scores with AVX2 + FMA: 32 positions per pass.
+ * attn_avx2.c - attention with AVX2 + FMA: scores 32 positions per pass
+ * (one head) or 16 (up to four heads sharing the keys), a vector exp, and
+ * values accumulated in registers for up to four heads.
  */
 #include "attn.h"
-#include "attn_heads.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <math.h>
+
+#include "vexp.h"
 
 void strata_attn_scores_avx2(const float *q, const float *kt, size_t stride, int hd,
 			     uint32_t len, float scale, float *sc)
@@ -44,10 +48,155 @@ void strata_attn_scores_avx2(const float *q, const float *kt, size_t stride, int
 	}
 }
 
-/* The portable loops, vectorised by the compiler at this level. */
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 4")
+
+/* Lanes [0, n) of 8 (n >= 8: all). */
+AI __m256i tail_mask(uint32_t n)
+{
+	const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : (int)n), idx);
+}
+
+/*
+ * sc[g * ls + j] = scale * q[g] . k_j for NG heads: 16 positions per pass
+ * (2 x NG accumulators and two key vectors fit the 16 registers), each key
+ * loaded once for every head.  Reads keys up to len rounded up to 16, as
+ * the cache allows (attn.h).
+ */
+AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks, int hd,
+		  uint32_t len, float scale, float *sc, size_t ls)
+{
+	const __m256 vs = _mm256_set1_ps(scale);
+
+	for (uint32_t j0 = 0; j0 < len; j0 += 16) {
+		__m256 acc[4][2];
+
+		UNROLL for (int g = 0; g < NG; g++)
+			acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+		for (int d = 0; d < hd; d++) {
+			const float *kr = kt + (size_t)d * ks + j0;
+			const __m256 k0 = _mm256_loadu_ps(kr), k1 = _mm256_loadu_ps(kr + 8);
+
+			UNROLL for (int g = 0; g < NG; g++) {
+				const __m256 qd = _mm256_broadcast_ss(q + (size_t)g * qs + d);
+
+				acc[g][0] = _mm256_fmadd_ps(qd, k0, acc[g][0]);
+				acc[g][1] = _mm256_fmadd_ps(qd, k1, acc[g][1]);
+			}
+		}
+		/* sc rows hold ls >= len rounded up to 16 floats */
+		UNROLL for (int g = 0; g < NG; g++) {
+			_mm256_storeu_ps(sc + (size_t)g * ls + j0, _mm256_mul_ps(acc[g][0], vs));
+			_mm256_storeu_ps(sc + (size_t)g * ls + j0 + 8, _mm256_mul_ps(acc[g][1], vs));
+		}
+	}
+}
+
+/* Softmax of sc[0..len) in place, unnormalised; returns 1 / the sum. */
+static float softmax_row(float *sc, uint32_t len)
+{
+	const __m256 ninf = _mm256_set1_ps(-INFINITY);
+	__m256 mx = ninf, sum = _mm256_setzero_ps();
+	__m128 h;
+	float m;
+
+	for (uint32_t j = 0; j < len; j += 8)
+		mx = _mm256_max_ps(mx, _mm256_blendv_ps(ninf, _mm256_loadu_ps(sc + j),
+							_mm256_castsi256_ps(tail_mask(len - j))));
+	h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+	m = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+	mx = _mm256_set1_ps(m);
+	for (uint32_t j = 0; j < len; j += 8) {
+		const __m256 k = _mm256_castsi256_ps(tail_mask(len - j));
+		/* arguments are <= 0; below -87 exp is ~0 (vexp.h's AVX2 range) */
+		__m256 e = strata_exp8(_mm256_max_ps(_mm256_sub_ps(_mm256_loadu_ps(sc + j), mx),
+						     _mm256_set1_ps(-87.0f)));
+
+		e = _mm256_and_ps(e, k);
+		_mm256_storeu_ps(sc + j, e);
+		sum = _mm256_add_ps(sum, e);
+	}
+	h = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	return 1.0f / _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+/* o[g][c0 .. c0 + 8 NC) = inv[g] * sum_j sc[g][j] v_j for NG heads: each
+ * value row's slice loaded once for every head. */
+AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, size_t vs,
+		  uint32_t len, int c0, int hdv, const float *inv, float *o, size_t os)
+{
+	__m256 acc[4][2];
+	__m256i m[2];
+
+	UNROLL for (int i = 0; i < NC; i++)
+		m[i] = tail_mask((uint32_t)(hdv - c0 - 8 * i));
+	UNROLL for (int g = 0; g < NG; g++)
+		UNROLL for (int i = 0; i < NC; i++)
+			acc[g][i] = _mm256_setzero_ps();
+	for (uint32_t j = 0; j < len; j++) {
+		const float *vj = v + (size_t)j * vs + c0;
+		__m256 x[2];
+
+		UNROLL for (int i = 0; i < NC; i++)
+			x[i] = _mm256_maskload_ps(vj + 8 * i, m[i]);
+		UNROLL for (int g = 0; g < NG; g++) {
+			const __m256 p = _mm256_broadcast_ss(sc + (size_t)g * ls + j);
+
+			UNROLL for (int i = 0; i < NC; i++)
+				acc[g][i] = _mm256_fmadd_ps(p, x[i], acc[g][i]);
+		}
+	}
+	UNROLL for (int g = 0; g < NG; g++)
+		UNROLL for (int i = 0; i < NC; i++)
+			_mm256_maskstore_ps(o + (size_t)g * os + c0 + 8 * i, m[i],
+					    _mm256_mul_ps(acc[g][i], _mm256_set1_ps(inv[g])));
+}
+
+#define HEADS(NG)                                                                         \
+	static void heads_##NG(const float *q, size_t qs, const float *kt, size_t ks,     \
+			       int hd, const float *v, size_t vs, int hdv, uint32_t len,  \
+			       float scale, float *o, size_t os, float *sc)               \
+	{                                                                                 \
+		const size_t ls = ((size_t)len + 15) & ~(size_t)15;                       \
+		float inv[4];                                                             \
+                                                                                          \
+		scores_ng(NG, q, qs, kt, ks, hd, len, scale, sc, ls);                     \
+		for (int g = 0; g < NG; g++)                                              \
+			inv[g] = softmax_row(sc + (size_t)g * ls, len);                   \
+		for (int c0 = 0; c0 < hdv; c0 += 16) {                                    \
+			if (hdv - c0 > 8)                                                 \
+				values_ng(NG, 2, sc, ls, v, vs, len, c0, hdv, inv, o, os); \
+			else                                                              \
+				values_ng(NG, 1, sc, ls, v, vs, len, c0, hdv, inv, o, os); \
+		}                                                                         \
+	}
+HEADS(1)
+HEADS(2)
+HEADS(3)
+HEADS(4)
+
+/*
+ * Up to four heads at a time, as the AVX-512 level: scores in registers
+ * over the whole head, a vector exp, values accumulated per 16 dimensions
+ * while the positions pass.  Each query's result depends only on its own
+ * row and the cache, not on the batch.
+ */
 void strata_attn_heads_avx2(STRATA_ATTN_HEADS_ARGS)
 {
-	attn_heads_portable(q, qstride, G, kt, kstride, hd, v, vstride, hdv, len, scale, o,
-			    ostride, sc);
+	for (int g = 0; g < G; g += 4) {
+		const float *qg = q + (size_t)g * qstride;
+		float *og = o + (size_t)g * ostride;
+
+		switch (G - g >= 4 ? 4 : G - g) {
+		case 1: heads_1(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 2: heads_2(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 3: heads_3(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		default: heads_4(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		}
+	}
 }
 #endif

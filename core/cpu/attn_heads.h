@@ -1,9 +1,6 @@
 /*
  * attn_heads.h - private: the portable body of strata_attn_heads(), included
- * by attn.c (the scalar reference) and attn_avx2.c (the same loops compiled
- * with AVX2 + FMA, which the compiler vectorises: every inner loop runs
- * along positions or along value dimensions, element-wise, so no float sum
- * has to be reordered for that).
+ * by attn.c (the scalar reference).
  */
 #ifndef STRATA_ATTN_HEADS_H
 #define STRATA_ATTN_HEADS_H

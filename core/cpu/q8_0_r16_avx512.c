@@ -22,10 +22,11 @@
 
 #include "kernels_impl.h"
 #include "quants.h"
-#include "r8_x86.h"
 
 #if defined(STRATA_KERN_X86)
 #include <immintrin.h>
+
+#include "r8_x86.h"
 
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
