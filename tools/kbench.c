@@ -17,7 +17,7 @@
  *
  * TYPES default to the types of the shipped packs and the bench models:
  * Q8_0,Q4_K,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16; TOKENS to
- * 1,8,64; LEVELS to every level this CPU has (scalar,avx2,avx512).
+ * 1,8,64; LEVELS to the vector levels this CPU has (scalar only without any).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -51,7 +51,8 @@ static void usage(FILE *f, const char *argv0)
 		"  -T  weight types, comma-separated (default Q8_0,Q4_K,Q5_K,Q6_K,IQ4_NL,\n"
 		"      IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16); none: the read loop alone\n"
 		"  -n  token counts, comma-separated (default 1,8,64)\n"
-		"  -l  SIMD levels, comma-separated: scalar,avx2,avx512 (default: all this CPU has)\n"
+		"  -l  SIMD levels, comma-separated: scalar,avx2,avx512 (default: the vector\n"
+		"      levels this CPU has, scalar only without any)\n"
 		"  -r  passes per measurement; the median is reported (default 5)\n"
 		"  -R, -K  rows and columns of W (default 1024 x 4096)\n"
 		"  -M  MiB of weight copies cycled through (default 512)\n"
@@ -332,9 +333,13 @@ int main(int argc, char **argv)
 	b.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	parse_list("Q8_0,Q4_K,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types, type_of);
 	parse_list("1,8,64", &tokens, tokens_of);
+	/* The vector levels this CPU has; the scalar reference only without
+	 * any (it is 10-50 times slower, and a reference, not a product). */
 	levels.n = 0;
-	for (int l = STRATA_SIMD_SCALAR; l <= (int)strata_simd_detect(); l++)
+	for (int l = STRATA_SIMD_AVX2; l <= (int)strata_simd_detect(); l++)
 		levels.v[levels.n++] = l;
+	if (!levels.n)
+		levels.v[levels.n++] = STRATA_SIMD_SCALAR;
 	while ((opt = getopt(argc, argv, "t:T:n:l:r:R:K:M:o:h")) != -1) {
 		switch (opt) {
 		case 't':
