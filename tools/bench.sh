@@ -229,9 +229,18 @@ ik_rows() {
 	}' "$1"
 }
 
+# ik_llama.cpp does not load every model llama.cpp does (its qwen3next
+# wants other tensors than llama.cpp's layout): a model it refuses drops the
+# ik side for this run, with its reason, instead of failing the benchmark.
 run_ik() {
-	run_side "$1" "ik_llama.cpp's llama-bench (BENCH_IK=0 skips it)" "$ik_bin" \
-		-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fmoe 1 -rtr 1 "${peer_chunk[@]}" -o json
+	if "$ik_bin" -m "$model" -t "$threads" -p 0 -n 1 -r 1 -o json >"$1" 2>"$1.err"; then
+		run_side "$1" "ik_llama.cpp's llama-bench (BENCH_IK=0 skips it)" "$ik_bin" \
+			-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fmoe 1 -rtr 1 "${peer_chunk[@]}" -o json
+		return 0
+	fi
+	say "ik_llama.cpp cannot load $(basename "$model"): $({ grep -m1 'error loading model' "$1.err" || grep -m1 error "$1.err"; } | sed 's/.*error[^:]*: //') - no ik side"
+	ik_bin=""
+	: >"$1"
 }
 
 # GB/s of a plain read loop with the same threads, now.
