@@ -693,10 +693,12 @@ static void check_type(uint32_t type)
 }
 
 /*
- * A token's outputs are the same bits alone and in a batch of any size
- * (speculative windows compare them with one-token decoding), at every
- * level, over rows that end in a short group and columns over several of
- * the interleaved kernels' chunks.
+ * A token's outputs are the same bits alone and in a batch of 2 to 9
+ * tokens (speculative windows, up to 8, compare them with one-token
+ * decoding), at every level, over rows that end in a short group and
+ * columns over several of the interleaved kernels' chunks.  (AVX-512
+ * Q4_K/Q6_K batches of 20 tokens or more sum in another order:
+ * quants_k_avx512.c.)
  */
 START_TEST(matmul_batch_invariant)
 {

@@ -26,7 +26,6 @@
  * the integer vector (their activation sums precomputed per tile as floats,
  * one FMA per token and super-block) gained only 2%: not kept.
  */
-#include <math.h>
 #include <string.h>
 
 #include "quants.h"
@@ -250,25 +249,6 @@ AI void unpack(enum ktype T, const uint8_t *b, struct kblk *o)
 	}
 }
 
-/* The sum of v's eight int32 lanes (exact). */
-AI int32_t hsum_i32(__m256i v)
-{
-	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-	return _mm_cvtsi128_si32(s);
-}
-
-/*
- * Types that also have a row-interleaved kernel (quants_k_r16_avx512.c)
- * sum as it does: per super-block the exact integer sums S (scales and
- * offsets applied) and M (mins), then y = fma(S, d d_x, y) and
- * y = fma(-M, dmin d_x, y) in float, so a token's outputs do not depend on
- * the batch.  The others keep sixteen partial sums per row to the end.
- */
-#define BSUM_ORDER(T) ((T) == K4 || (T) == K6)
-
 AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *a,
 	      int64_t r, int64_t t0)
 {
@@ -279,12 +259,9 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 	__m256i bs[NT_MAX];
 	const int64_t k = a->k, nb = k / QK;
 
-	float sacc[NT_MAX];
-
 	UNROLL for (int u = 0; u < NT; u++) {
 		x[u] = a->x + (t0 + u) * a->x_stride;
 		acc[u] = _mm512_setzero_ps();
-		sacc[u] = 0.0f;
 	}
 	for (int64_t b = 0; b < nb; b++) {
 		const uint8_t *blk = w + b * bbytes;
@@ -320,16 +297,6 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 		UNROLL for (int u = 0; u < NT; u++) {
 			const __m512 dx = _mm512_set1_ps(STRATA_Q8K_D(x[u], k)[b]);
 
-			if (BSUM_ORDER(T)) {
-				const float dxs = STRATA_Q8K_D(x[u], k)[b];
-
-				sacc[u] = fmaf((float)_mm512_reduce_add_epi32(is[u]),
-					       ld_fp16(blk + (T == K6 ? 208 : 0)) * dxs, sacc[u]);
-				if (T == K4)
-					sacc[u] = fmaf(-(float)hsum_i32(_mm256_madd_epi16(o.mins, bs[u])),
-						       ld_fp16(blk + 2) * dxs, sacc[u]);
-				continue;
-			}
 			if (T == K3 || T == K6) {
 				acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]),
 							 _mm512_mul_ps(o.d, dx), acc[u]);
@@ -346,7 +313,7 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 		}
 	}
 	UNROLL for (int u = 0; u < NT; u++)
-		a->y[(t0 + u) * a->ldy + r] = BSUM_ORDER(T) ? sacc[u] : _mm512_reduce_add_ps(acc[u]);
+		a->y[(t0 + u) * a->ldy + r] = _mm512_reduce_add_ps(acc[u]);
 }
 
 typedef void (*tile_fn)(const struct strata_mm_args *a, int64_t r, int64_t t0);
@@ -398,8 +365,16 @@ DEF_KTYPE(q2_k, K2, STRATA_Q2_K_BYTES)
 DEF_KTYPE(q3_k, K3, STRATA_Q3_K_BYTES)
 DEF_KTYPE(q5_k, K5, STRATA_Q5_K_BYTES)
 
-/* Q4_K and Q6_K: rows interleaved sixteen at a time from
- * STRATA_K16_MIN_TOKENS tokens (quants_k_r16_avx512.c), ktile below. */
+/*
+ * Q4_K and Q6_K: rows interleaved sixteen at a time from
+ * STRATA_K16_MIN_TOKENS tokens (quants_k_r16_avx512.c), ktile below that.
+ * The two sum in other float orders (ktile keeps sixteen partial sums per
+ * row to the end, the interleaved kernel folds each super-block first):
+ * ktile is a third faster than either interleaved kernel for 2 to 16
+ * tokens, and one token and every speculative window (up to 8) take it, so
+ * decoding stays bit-equal to windows; a prompt batch of 20 or more tokens
+ * may differ from them in the last bits.
+ */
 #define DEF_K16(name, T, bytes)                                                      \
 	DEF_TILE(name, T, bytes, 1) DEF_TILE(name, T, bytes, 2)                      \
 	DEF_TILE(name, T, bytes, 3) DEF_TILE(name, T, bytes, 4)                      \

@@ -10,10 +10,10 @@
  * while they cannot overflow, and vpdpwssd applies each row's sub-block
  * scale into the int32 sum.  Eight tokens share each loaded vector.
  *
- * Float order as in the one-row kernel of quants_k_avx512.c (BSUM_ORDER):
- * per super-block the exact integer sums S and M, then y = fma(S, d d_x, y)
- * and, for Q4_K, y = fma(-M, dmin d_x, y), so outputs do not depend on the
- * batch.
+ * Float order: per super-block the exact integer sums S and M, then
+ * y = fma(S, d d_x, y) and, for Q4_K, y = fma(-M, dmin d_x, y), the same for
+ * every batch this kernel takes (quants_k_avx512.c says why smaller ones
+ * sum otherwise).
  */
 #include <string.h>
 

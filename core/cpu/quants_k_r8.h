@@ -2,7 +2,8 @@
  * quants_k_r8.h - private: the row-interleaved Q4_K / Q6_K kernels of the
  * AVX2 level (quants_k_r8_avx2.c) and of the AVX-512 level
  * (quants_k_r16_avx512.c), and what they share with quants_k_avx2.c and
- * quants_k_avx512.c, which call them for STRATA_K8_MIN_TOKENS tokens or more.  Only files built with -mavx2
+ * quants_k_avx512.c, which call them from STRATA_K8_MIN_TOKENS and
+ * STRATA_K16_MIN_TOKENS tokens.  Only files built with -mavx2
  * include this.
  */
 #ifndef STRATA_QUANTS_K_R8_H
@@ -17,8 +18,8 @@
  * Tokens from which the interleaved kernels pay for their repacking
  * (strata-kbench, one thread, 2026-12-02, Intel Xeon): at AVX2 from 4
  * tokens; at AVX-512, whose one-row kernel is already near the multiplier
- * ports' limit, from about 20 (Q4_K 12 tokens: 51 against 62 GMAC/s, 24:
- * 72 against 69, 64: 87 against 72).
+ * ports' limit, from about 20 (Q4_K 8 tokens: 45 against 64 GMAC/s, 16: 62
+ * against 69, 24: 74 against 70, 64: 87 against 72).
  */
 #define STRATA_K8_MIN_TOKENS 4
 #define STRATA_K16_MIN_TOKENS 20
