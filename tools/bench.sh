@@ -35,7 +35,7 @@
 # Decode's memory roofline: each round first times a plain read loop with the
 # same threads (strata-kbench -T none), and each tg test's share is its
 # tok/s x the weight bytes a token reads (strata-bench's "active" line) over
-# that rate.
+# that rate; for models under 64 MB, which the caches hold, none is given.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -151,11 +151,14 @@ cpus=$tmp/cpus       # lines: round strata_cpu_s peer_cpu_s
 # Prints "test median" for each table row of strata-bench's output.
 rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+ *$/ { gsub(/ /, "", $2); gsub(/ /, "", $4); print $2, $4 }' "$1"; }
 
-# The same from llama-bench's JSON lines: the median of each test's samples_ts.
+# The same from llama-bench's output: the median of each test's samples_ts.
+# llama.cpp writes JSONL (a test per line), ik_llama.cpp JSON (a field per
+# line, samples_ts last): the fields are taken wherever they stand.
 peer_rows() {
 	awk 'function field(k,   v) { v = $0; if (!sub(".*\"" k "\": *", "", v)) return ""; sub(/[,}].*/, "", v); return v }
 	{
-		np = field("n_prompt") + 0; ng = field("n_gen") + 0
+		if ((v = field("n_prompt")) != "") np = v + 0
+		if ((v = field("n_gen")) != "") ng = v + 0
 		v = $0
 		if (!sub(/.*"samples_ts": *\[ */, "", v)) next
 		sub(/ *\].*/, "", v)
@@ -214,19 +217,6 @@ fi
 run_strata() {
 	run_side "$1" strata-bench env ${simd:+STRATA_SIMD=$simd} "$build/strata-bench" -m "$model" \
 		-t "$threads" -p "$pp" -n "$tg" -r "$reps" -R "$ple_readers" "${strata_chunk[@]}"
-}
-
-# ik's llama-bench writes JSON (no JSONL): one field per line.
-ik_rows() {
-	awk '/"n_prompt":/ { v = $0; sub(/.*: */, "", v); sub(/,.*/, "", v); np = v + 0 }
-	/"n_gen":/ { v = $0; sub(/.*: */, "", v); sub(/,.*/, "", v); ng = v + 0 }
-	/"samples_ts":/ {
-		v = $0; sub(/.*\[ */, "", v); sub(/ *\].*/, "", v)
-		n = split(v, a, / *, */)
-		for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-		m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-		printf "%s %.1f\n", (np > 0 ? "pp" np : "tg" ng), m
-	}' "$1"
 }
 
 # ik_llama.cpp does not load every model llama.cpp does (its qwen3next
@@ -288,7 +278,7 @@ for r in $(seq 1 "$rounds"); do
 	grep '^ple: ' "$tmp/s$r" | sed 's/^/bench.sh:   strata /' >&2 || true
 	rows "$tmp/s$r" >"$tmp/sr"
 	peer_rows "$tmp/p$r" >"$tmp/pr"
-	ik_rows "$tmp/k$r" >"$tmp/kr"
+	peer_rows "$tmp/k$r" >"$tmp/kr"
 	[ -s "$tmp/sr" ] || die "no results in strata-bench's output: $(cat "$tmp/s$r")"
 	[ "$strata_only" = 1 ] || [ -s "$tmp/pr" ] || die "no results in the peer's output: $(cat "$tmp/p$r")"
 	[ -z "$ik_bin" ] || [ -s "$tmp/kr" ] || die "no results in ik_llama.cpp's output: $(cat "$tmp/k$r")"
@@ -299,7 +289,7 @@ for r in $(seq 1 "$rounds"); do
 	awk -v r="$r" -v act="${active:-0}" '$1 == r { printf "bench.sh:   %-7s strata %10.1f tok/s", $2, $3
 		if ($4 != "-") printf "   llama.cpp %10.1f tok/s (%.2f)", $4, $3 / $4
 		if ($5 != "-") printf "   ik_llama.cpp %10.1f tok/s (%.2f)", $5, $3 / $5
-		if ($2 ~ /^tg/ && act > 0) printf "   roofline %.0f%%", 100 * $3 * act / 1000 / $7
+		if ($2 ~ /^tg/ && act >= 64) printf "   roofline %.0f%%", 100 * $3 * act / 1000 / $7
 		print "" }' "$results" >&2
 	if [ -s "$tmp/s$r.cpu" ] && [ -s "$tmp/p$r.cpu" ]; then
 		read -r su ss <"$tmp/s$r.cpu"
@@ -345,7 +335,7 @@ awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v 
 		for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
-	function rl(tst, v, rd) { return tst ~ /^tg/ && act > 0 && rd > 0 ? v * act / 1000 / rd : -1 }
+	function rl(tst, v, rd) { return tst ~ /^tg/ && act >= 64 && rd > 0 ? v * act / 1000 / rd : -1 }
 	{
 		if (!($2 in n)) { order[++ntests] = $2 }
 		m = ++n[$2]; s[$2, m] = $3; p[$2, m] = $4; k[$2, m] = $5; rd[$2, m] = $7
