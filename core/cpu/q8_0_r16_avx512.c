@@ -10,7 +10,7 @@
  * bytes, so the repacked weights are stored as w ^ 0x80 (= w + 128) and each
  * block's sum starts at -128 * (sum of the token's block), kept with the
  * activations (kernels_avx512.c's bsum): the integer dot stays exact.
- * Groups are repacked on the fly, 64 blocks at a time (32 KiB), into a
+ * Groups are repacked on the fly, 64 blocks at a time (36 KiB), into a
  * per-thread buffer and reused for every token of the call.
  *
  * The sum is the same for every token count: y = fold over blocks b of

@@ -11,7 +11,7 @@
  * the eight sums are converted, scaled and accumulated once for eight rows,
  * and the result is already a vector of eight outputs. This is the layout
  * ik_llama.cpp's -rtr repacks to at load; here a group is repacked on the
- * fly into a per-thread buffer (64 blocks at a time, 16 KiB, L1-resident)
+ * fly into a per-thread buffer (64 blocks at a time, 18 KiB, L1-resident)
  * and reused for every token of the call, so the model's memory map is
  * still read in place and nothing else (row lookups, devices, streamed
  * experts) sees another layout.
@@ -121,29 +121,6 @@ DEF_TILE(4)
 typedef void (*tile_fn)(const struct strata_mm_args *, int64_t, int64_t, int, __m256[TT]);
 static tile_fn const g_tiles[TT] = { tile_1, tile_2, tile_3, tile_4 };
 
-/* y of rows [r, r + nr) (nr <= 8) for token t: load or store. */
-AI __m256 y_load(const struct strata_mm_args *a, int64_t r, int nr, int64_t t)
-{
-	float tmp[GR] = { 0 };
-
-	if (nr == GR)
-		return _mm256_loadu_ps(a->y + t * a->ldy + r);
-	memcpy(tmp, a->y + t * a->ldy + r, (size_t)nr * sizeof(float));
-	return _mm256_loadu_ps(tmp);
-}
-
-AI void y_store(const struct strata_mm_args *a, int64_t r, int nr, int64_t t, __m256 v)
-{
-	float tmp[GR];
-
-	if (nr == GR) {
-		_mm256_storeu_ps(a->y + t * a->ldy + r, v);
-		return;
-	}
-	_mm256_storeu_ps(tmp, v);
-	memcpy(a->y + t * a->ldy + r, tmp, (size_t)nr * sizeof(float));
-}
-
 /*
  * One token (decode): nothing to reuse a repacked group for, so each row's
  * block is multiplied in place and the eight rows' lane sums are folded into
@@ -180,7 +157,7 @@ static void gemv(const struct strata_mm_args *a, int64_t r, int nr, const uint8_
 						    _mm256_set1_ps(xd[b])),
 				      acc);
 	}
-	y_store(a, r, nr, 0, acc);
+	strata_r8_store_y(a, r, nr, 0, acc);
 }
 
 void strata_q8_0_mm_avx2(const struct strata_mm_args *a)
@@ -207,10 +184,10 @@ void strata_q8_0_mm_avx2(const struct strata_mm_args *a)
 				__m256 acc[TT];
 
 				for (int u = 0; u < nt; u++)
-					acc[u] = b0 ? y_load(a, r, nr, t + u) : _mm256_setzero_ps();
+					acc[u] = b0 ? strata_r8_load_y(a, r, nr, t + u) : _mm256_setzero_ps();
 				g_tiles[nt - 1](a, t, b0, nb, acc);
 				for (int u = 0; u < nt; u++)
-					y_store(a, r, nr, t + u, acc[u]);
+					strata_r8_store_y(a, r, nr, t + u, acc[u]);
 			}
 		}
 	}

@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include "quants_k_r8.h"
+#include "quants_k_x86.h"
 
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
@@ -46,29 +47,10 @@ static float ld_fp16(const uint8_t *p)
 	return _cvtsh_ss(h);
 }
 
-static uint32_t ld32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-/* Q4_K / Q5_K: bytes sc0..sc7, m0..m7 of the 12 packed bytes. */
-AI __m128i q4k_scales(const uint8_t *s)
-{
-	uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
-
-	return _mm_setr_epi32((int)(a & 0x3f3f3f3f),
-			      (int)((c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030)),
-			      (int)(b & 0x3f3f3f3f),
-			      (int)(((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030)));
-}
-
 /* Q3_K: the sixteen 6-bit scales minus 32, as int8. */
 AI __m128i q3k_scales(const uint8_t *s)
 {
-	uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+	uint32_t a = strata_k_ld32(s), b = strata_k_ld32(s + 4), c = strata_k_ld32(s + 8);
 
 	return _mm_sub_epi8(_mm_setr_epi32(
 		(int)((a & 0x0f0f0f0f) | ((c << 4) & 0x30303030)),
@@ -142,7 +124,7 @@ AI void kblock(enum ktype T, const uint8_t *b, struct kblk *o)
 		break;
 	case K4:
 	case K5:
-		o->sc = bcast128(q4k_scales(b + 4));
+		o->sc = bcast128(strata_q4k_scales(b + 4));
 		o->mins = _mm256_shuffle_epi8(o->sc, _mm256_setr_epi8(
 			8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1, 11, -1, 11, -1,
 			12, -1, 12, -1, 13, -1, 13, -1, 14, -1, 14, -1, 15, -1, 15, -1));
@@ -249,7 +231,6 @@ AI void ktile(enum ktype T, size_t bbytes, int NT, const struct strata_mm_args *
 	const uint8_t *x[NT_MAX];
 	__m256 acc[NT_MAX];
 	const int64_t k = a->k, nb = k / QK;
-
 	float sacc[NT_MAX];
 
 	UNROLL for (int u = 0; u < NT; u++) {

@@ -25,7 +25,7 @@
 #include "quants_k_r8_repack.h"
 
 #define GR16 16 /* rows per group */
-#define CH 4    /* super-blocks repacked at a time (34 KiB) */
+#define CH 4    /* super-blocks repacked at a time (23 KiB) */
 #define TT 8    /* tokens per tile */
 #define QK STRATA_QK_K
 

@@ -3,14 +3,10 @@
  * AVX2 level (quants_k_r8_avx2.c) and of the AVX-512 level
  * (quants_k_r16_avx512.c), and what they share with quants_k_avx2.c and
  * quants_k_avx512.c, which call them from STRATA_K8_MIN_TOKENS and
- * STRATA_K16_MIN_TOKENS tokens.  Only files built with -mavx2
- * include this.
+ * STRATA_K16_MIN_TOKENS tokens.
  */
 #ifndef STRATA_QUANTS_K_R8_H
 #define STRATA_QUANTS_K_R8_H
-
-#include <string.h>
-#include <immintrin.h>
 
 #include "kernels_impl.h"
 
@@ -29,29 +25,5 @@ void strata_q6_k_r8_avx2(const struct strata_mm_args *a);
 /* The AVX-512 level's, sixteen rows at a time (quants_k_r16_avx512.c). */
 void strata_q4_k_r16_avx512(const struct strata_mm_args *a);
 void strata_q6_k_r16_avx512(const struct strata_mm_args *a);
-
-/* y of rows [r, r + nr) (nr <= 8) for token t. */
-static inline __m256 strata_k8_load(const struct strata_mm_args *a, int64_t r, int nr, int64_t t)
-{
-	float tmp[8] = { 0 };
-
-	if (nr == 8)
-		return _mm256_loadu_ps(a->y + t * a->ldy + r);
-	memcpy(tmp, a->y + t * a->ldy + r, (size_t)nr * sizeof(float));
-	return _mm256_loadu_ps(tmp);
-}
-
-static inline void strata_k8_store(const struct strata_mm_args *a, int64_t r, int nr, int64_t t,
-				   __m256 v)
-{
-	float tmp[8];
-
-	if (nr == 8) {
-		_mm256_storeu_ps(a->y + t * a->ldy + r, v);
-		return;
-	}
-	_mm256_storeu_ps(tmp, v);
-	memcpy(a->y + t * a->ldy + r, tmp, (size_t)nr * sizeof(float));
-}
 
 #endif

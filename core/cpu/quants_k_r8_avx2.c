@@ -170,10 +170,10 @@ static void run(const struct strata_mm_args *a, repack_fn repack, tile_fn const 
 				__m256 acc[TT];
 
 				for (int u = 0; u < nt; u++)
-					acc[u] = b0 ? strata_k8_load(a, r, nr, t + u) : _mm256_setzero_ps();
+					acc[u] = b0 ? strata_r8_load_y(a, r, nr, t + u) : _mm256_setzero_ps();
 				tiles[nt - 1](a, t, b0, nb, acc);
 				for (int u = 0; u < nt; u++)
-					strata_k8_store(a, r, nr, t + u, acc[u]);
+					strata_r8_store_y(a, r, nr, t + u, acc[u]);
 			}
 		}
 	}

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "quants.h"
+#include "quants_k_x86.h"
 #include "r8_x86.h"
 
 #define AI static inline __attribute__((always_inline))
@@ -27,25 +28,6 @@ struct k8_blk {
 			  * Q6_K (-32 sc_2p, -32 sc_2p+1) x 8 */
 	float d[GR], dmin[GR];
 };
-
-static uint32_t ld32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-/* Q4_K's 12 packed bytes as sc0..sc7, m0..m7. */
-AI __m128i q4k_scales(const uint8_t *s)
-{
-	uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
-
-	return _mm_setr_epi32((int)(a & 0x3f3f3f3f),
-			      (int)((c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030)),
-			      (int)(b & 0x3f3f3f3f),
-			      (int)(((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030)));
-}
 
 /* 8 rows x 16 bytes -> c[i]: byte 2i of rows 0..7, then byte 2i+1. */
 AI void transpose_8x16(__m128i r[8], __m128i c[8])
@@ -107,7 +89,7 @@ static void repack_q4k(const uint8_t *const w[GR], int64_t b, struct k8_blk *o)
 
 	UNROLL for (int j = 0; j < GR; j++) {
 		p[j] = w[j] + b * STRATA_Q4_K_BYTES;
-		s[j] = q4k_scales(p[j] + 4);
+		s[j] = strata_q4k_scales(p[j] + 4);
 	}
 	load_dd(p, 0, o->d);
 	load_dd(p, 2, o->dmin);

@@ -6,7 +6,10 @@
 #ifndef STRATA_R8_X86_H
 #define STRATA_R8_X86_H
 
+#include <string.h>
 #include <immintrin.h>
+
+#include "kernels_impl.h"
 
 #define R8_AI static inline __attribute__((always_inline))
 #define R8_UNROLL _Pragma("GCC unroll 8")
@@ -45,6 +48,32 @@ R8_AI __m256i strata_r8_hsum(const __m256i p[8])
 					_mm256_unpackhi_epi64(s[2 * i], s[2 * i + 1]));
 	return _mm256_add_epi32(_mm256_permute2x128_si256(c[0], c[1], 0x20),
 				_mm256_permute2x128_si256(c[0], c[1], 0x31));
+}
+
+/* y of rows [r, r + nr) (nr <= 8) for token t, as one vector: the
+ * interleaved kernels' partial sums carried between chunks of blocks. */
+static inline __m256 strata_r8_load_y(const struct strata_mm_args *a, int64_t r, int nr,
+				      int64_t t)
+{
+	float tmp[8] = { 0 };
+
+	if (nr == 8)
+		return _mm256_loadu_ps(a->y + t * a->ldy + r);
+	memcpy(tmp, a->y + t * a->ldy + r, (size_t)nr * sizeof(float));
+	return _mm256_loadu_ps(tmp);
+}
+
+static inline void strata_r8_store_y(const struct strata_mm_args *a, int64_t r, int nr,
+				     int64_t t, __m256 v)
+{
+	float tmp[8];
+
+	if (nr == 8) {
+		_mm256_storeu_ps(a->y + t * a->ldy + r, v);
+		return;
+	}
+	_mm256_storeu_ps(tmp, v);
+	memcpy(a->y + t * a->ldy + r, tmp, (size_t)nr * sizeof(float));
 }
 
 #endif

@@ -16,24 +16,13 @@
 # Environment: IK_REPO, IK_JOBS (default 2), STRATA_BUILD_DIR.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+prog=peer/build-ik.sh
+. "$(dirname "$0")/lib.sh"
 commit=8337e4cd3861406fc04e0854b1409cd1b027fbc9
 isa=${1:-native}
 repo=${IK_REPO:-/work/.mirror/ikawrakow+ik_llama.cpp/repo}
-build=${STRATA_BUILD_DIR:-$root/build}
-case $build in /*) ;; *) build=$root/$build ;; esac
 ik=$build/ik
 jobs=${IK_JOBS:-2}
-
-die() { echo "peer/build-ik.sh: error: $*" >&2; exit 1; }
-say() { echo "peer/build-ik.sh: $*" >&2; }
-run() {
-	local log=$1
-	shift
-	"$@" >"$log" 2>&1 && return 0
-	tail -n 40 "$log" >&2
-	die "'$*' failed (whole log: $log)"
-}
 
 case $isa in
 native) flags=(-DGGML_NATIVE=ON) ;;

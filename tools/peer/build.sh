@@ -14,25 +14,12 @@
 # return at once. Environment: PEER_JOBS (build jobs, default 2), STRATA_BUILD_DIR.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+prog=peer/build.sh
+. "$(dirname "$0")/lib.sh"
 npm_pkg=node-llama-cpp@3.22.1
 commit=de3ff815ea7d559ee917f063901b8986f038abc6
-build=${STRATA_BUILD_DIR:-$root/build}
-case $build in /*) ;; *) build=$root/$build ;; esac
 peer=$build/peer
 jobs=${PEER_JOBS:-2}
-
-die() { echo "peer/build.sh: error: $*" >&2; exit 1; }
-say() { echo "peer/build.sh: $*" >&2; }
-
-# run LOG CMD...: quiet unless it fails, then the log's tail.
-run() {
-	local log=$1
-	shift
-	"$@" >"$log" 2>&1 && return 0
-	tail -n 40 "$log" >&2
-	die "'$*' failed (whole log: $log)"
-}
 
 bin=$peer/bin
 if [ -x "$bin/llama-bench" ] && [ -x "$bin/peer-tokenize" ] && [ -x "$bin/peer-mtp" ] &&
