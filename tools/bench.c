@@ -184,7 +184,8 @@ static void usage(const char *prog)
 	       "  -R N        qwen4exp: PLE reader threads (default 8; 0 = the single-thread path)\n"
 	       "  -C ROWS     qwen4exp: PLE row cache (default 0: every run reads cold from the SSD)\n"
 	       "  -S          qwen4exp: a 'ple io' stats line per chunk\n"
-	       "  -w 0|1      run each test once untimed first (default 1)\n",
+	       "  -w 0|1      run each test once untimed first (default 1)\n"
+	       "  -L 0|1      interleave Q8_0 weights at load (default 1; 0: the file's layout)\n",
 	       prog);
 }
 
@@ -296,13 +297,13 @@ int main(int argc, char **argv)
 	const char *model = NULL, *csv_path = NULL, *io = "auto", *gpu = NULL, *budget = "all";
 	const char *plugin_dir = NULL;
 	long stream_mib = -1, chunk = 0, ple_readers = 8, ple_cache = 0;
-	int threads = 0, reps = 5, opt, rc = 0, ple_stats = 0;
+	int threads = 0, reps = 5, opt, rc = 0, ple_stats = 0, repack = 1;
 	long n_pp = 512, n_tg = 128;
 	struct bench b = { .warmup = 1 };
 	FILE *csv = NULL;
 	char name[32];
 
-	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:c:R:C:Sw:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:c:R:C:Sw:L:h")) != -1) {
 		char *end;
 		long v = optarg ? strtol(optarg, &end, 10) : 0;
 
@@ -328,6 +329,7 @@ int main(int argc, char **argv)
 		case 'C': ple_cache = v; break;
 		case 'S': ple_stats = 1; break;
 		case 'w': b.warmup = v != 0; break;
+		case 'L': repack = v != 0; break;
 		case 'h': usage(argv[0]); return 0;
 		default: usage(argv[0]); return 2;
 		}
@@ -342,7 +344,8 @@ int main(int argc, char **argv)
 	threads = strata_pool_size(b.pool);
 	{
 		uint32_t ctx = (uint32_t)(n_pp > n_tg ? n_pp : n_tg);
-		struct strata_ctx_opts o = { .pool = b.pool, .n_ctx = ctx ? ctx : 1 };
+		struct strata_ctx_opts o = { .pool = b.pool, .n_ctx = ctx ? ctx : 1,
+					     .no_repack = !repack };
 
 		b.chunk = chunk > 0 && chunk < n_pp ? (uint32_t)chunk : (uint32_t)(n_pp ? n_pp : 1);
 		o.max_batch = b.chunk;
@@ -373,6 +376,14 @@ int main(int argc, char **argv)
 	       b.m->hp.arch_name, b.m->n_params / 1e6, b.m->weight_bytes / 1048576.0,
 	       strata_simd_name(strata_simd_get()));
 	printf("active: %.1f MB of weights read per decoded token\n", active_bytes(b.m) / 1e6);
+	{
+		struct strata_placement_stats st;
+
+		strata_ctx_placement(b.ctx, &st);
+		if (st.host_repacked_bytes)
+			printf("repacked: %.1f MiB of Q8_0 interleaved at load in %.2f s\n",
+			       st.host_repacked_bytes / 1048576.0, st.host_repack_s);
+	}
 	if (b.dev) {
 		char line[1024];
 

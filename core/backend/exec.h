@@ -21,6 +21,14 @@ struct strata_pool;
 struct strata_exec;
 
 /*
+ * A host buffer flag of the core's own (not in the plugin ABI): its Q8_0
+ * tensors are interleaved sixteen rows at a time (kernels.h:
+ * STRATA_LAYOUT_Q8_0_R16), as place.c repacks them at load.  Only the CPU
+ * backend's buffers carry it.
+ */
+#define STRATA_BUF_Q8_0_R16 (1u << 30)
+
+/*
  * An executor on `pool` (borrowed; NULL runs everything on the calling
  * thread).  0 or -ENOMEM; released with strata_exec_free().
  */

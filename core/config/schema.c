@@ -30,6 +30,8 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	  NULL, "context size in tokens; 0 = the model's training context, at most 4096"),
 	K("model", "experts", CHOICE, model_experts, 0, 0, 0, "mmap", NULL, "--experts", "mmap|stream",
 	  NULL, "MoE experts mapped from the file, or read on use through [io] into a RAM cache"),
+	K("model", "repack", CHOICE, model_repack, 0, 0, 0, "auto", NULL, "--repack", "auto|off",
+	  NULL, "Q8_0 weights the CPU computes: interleaved at load when RAM allows, or as in the file"),
 	K("model", "expert_cache", UINT32, expert_cache, 0, UMAX, 0, "0", NULL, "--expert-cache",
 	  "MiB", NULL, "RAM for streamed experts; 0 = half the free memory, at most all experts"),
 

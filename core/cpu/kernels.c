@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "kernels_impl.h"
+#include "q8_0_r16.h"
 #include "util/log.h"
 
 #ifdef STRATA_KERN_X86
@@ -166,6 +167,12 @@ static const struct strata_kern_level *level_for(uint32_t type)
 	return lv->type[type].mm ? lv : &strata_kern_scalar;
 }
 
+/* The tile kernel for W at level lv (level_for(W->type)). */
+static strata_mm_fn mm_for(const struct strata_kern_level *lv, const struct strata_mat *W)
+{
+	return W->layout == STRATA_LAYOUT_Q8_0_R16 ? lv->q8_0_r16_mm : lv->type[W->type].mm;
+}
+
 /* ---- types, dequantisation ------------------------------------------------ */
 
 int strata_type_supported(uint32_t type)
@@ -188,6 +195,7 @@ int strata_mat_init(struct strata_mat *m, uint32_t type, int64_t rows,
 	m->cols = cols;
 	m->row_bytes = rb;
 	m->data = data;
+	m->layout = STRATA_LAYOUT_ROWS;
 	return 0;
 }
 
@@ -233,6 +241,10 @@ int64_t strata_quantize(uint32_t type, const float *src, void *dst, int64_t n)
 
 void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst)
 {
+	if (m->layout == STRATA_LAYOUT_Q8_0_R16) {
+		strata_q8_0_r16_get_row(m, r, dst);
+		return;
+	}
 	strata_dequant(m->type, (const uint8_t *)m->data + (size_t)r * m->row_bytes,
 		       dst, m->cols);
 }
@@ -393,7 +405,7 @@ void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
 		nth = 1;
 
 	memset(&job, 0, sizeof(job));
-	job.mm = to->mm;
+	job.mm = mm_for(lv, W);
 	job.base.w = W->data;
 	job.base.w_stride = W->row_bytes;
 	job.base.y = y;
@@ -704,7 +716,7 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 		const struct strata_mm_item *it = &items[i];
 		struct mm_job *j = &m->jobs[i];
 
-		j->mm = level_for(it->W->type)->type[it->W->type].mm;
+		j->mm = mm_for(level_for(it->W->type), it->W);
 		j->base.w = it->W->data;
 		j->base.w_stride = it->W->row_bytes;
 		j->base.y = it->y;

@@ -37,18 +37,44 @@ const char *strata_simd_name(enum strata_simd level);
 /* 1 when matmul/dequant/get_row support weights of this type. */
 int strata_type_supported(uint32_t type);
 
+/* How a matrix's bytes are ordered. */
+enum strata_layout {
+	STRATA_LAYOUT_ROWS = 0,    /* GGUF: row after row */
+	STRATA_LAYOUT_Q8_0_R16 = 1 /* Q8_0, sixteen rows interleaved (strata_mat_repack) */
+};
+
 struct strata_mat {
 	uint32_t type;
 	int64_t rows;      /* output features */
 	int64_t cols;      /* input features (row length) */
 	size_t row_bytes;  /* strata_type_row_bytes(type, cols) */
 	const void *data;  /* rows * row_bytes bytes */
+	uint32_t layout;   /* enum strata_layout */
 };
 
-/* Fill m from its parts; -EINVAL when the type is unsupported or cols is
- * not a multiple of its block. */
+/* Fill m from its parts (in GGUF's row layout); -EINVAL when the type is
+ * unsupported or cols is not a multiple of its block. */
 int strata_mat_init(struct strata_mat *m, uint32_t type, int64_t rows,
 		    int64_t cols, const void *data);
+
+/*
+ * Repacking at load: Q8_0 weights whose rows are a multiple of 16 and whose
+ * columns are a multiple of 64 can be stored sixteen rows interleaved, the
+ * layout the AVX2 and AVX-512 kernels otherwise rebuild per call.  Decode
+ * then reads one sequential stream per thread and needs no horizontal sums.
+ * The repacked matrix has the same size and the same results, bit for bit,
+ * at every SIMD level (the scalar level reads it in place).
+ *
+ * strata_mat_repackable() is 1 when m can be repacked and the current SIMD
+ * level has a kernel that gains from it (not the scalar level).
+ * strata_mat_repack() writes row groups [g0, g1) (16 rows each) of m into
+ * dst, which must hold m->rows * m->row_bytes bytes at 64-byte alignment
+ * (the same offsets as m's rows); disjoint ranges may run in parallel.
+ * Afterwards *out = m with data = dst and the repacked layout (out may be m).
+ */
+int strata_mat_repackable(const struct strata_mat *m);
+void strata_mat_repack(const struct strata_mat *m, int64_t g0, int64_t g1, void *dst);
+void strata_mat_repacked(const struct strata_mat *m, const void *dst, struct strata_mat *out);
 
 /* Dequantise n values (a multiple of the type's block) starting at src. */
 void strata_dequant(uint32_t type, const void *src, float *dst, int64_t n);
@@ -78,7 +104,8 @@ void strata_dequant(uint32_t type, const void *src, float *dst, int64_t n);
  */
 int64_t strata_quantize(uint32_t type, const float *src, void *dst, int64_t n);
 
-/* Row r of m as floats (embedding lookup): dst has m->cols floats. */
+/* Row r of m as floats (embedding lookup): dst has m->cols floats; any
+ * layout. */
 void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst);
 
 /*

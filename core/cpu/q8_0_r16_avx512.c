@@ -3,20 +3,21 @@
  * on rows interleaved in groups of sixteen (built with the AVX-512 + VNNI
  * flags).
  *
- * The layout is q8_0_r8_avx2.c's, two groups of eight side by side in a
- * 64-byte vector: one vector holds the same four columns of sixteen rows,
- * and one broadcast of the token's four bytes plus one vpdpbusd adds 64
- * products to sixteen integer sums. vpdpbusd multiplies unsigned by signed
- * bytes, so the repacked weights are stored as w ^ 0x80 (= w + 128) and each
- * block's sum starts at -128 * (sum of the token's block), kept with the
- * activations (kernels_avx512.c's bsum): the integer dot stays exact.
- * Groups are repacked on the fly, 64 blocks at a time (36 KiB), into a
- * per-thread buffer and reused for every token of the call.
+ * The layout is q8_0_r16.h's: one 64-byte vector holds the same four
+ * columns of sixteen rows, and one broadcast of the token's four bytes plus
+ * one vpdpbusd adds 64 products to sixteen integer sums. vpdpbusd
+ * multiplies unsigned by signed bytes, so the weights are flipped to
+ * w ^ 0x80 (= w + 128) as they are loaded and each block's sum starts at
+ * -128 * (sum of the token's block), kept with the activations
+ * (kernels_avx512.c's bsum): the integer dot stays exact.  Weights repacked
+ * at load (STRATA_LAYOUT_Q8_0_R16) are read in place; GGUF rows are
+ * repacked on the fly, 64 blocks at a time (34 KiB), into a per-thread
+ * buffer and reused for every token of the call.
  *
- * The sum is the same for every token count: y = fold over blocks b of
- * fma(float(S_b), d_w(b) * d_x(b), y) from y = 0, S_b the exact integer dot,
- * so one token (gemv below, eight rows at a time) and any batch give
- * bit-equal outputs.
+ * The sum is the same for every token count and either source: y = fold
+ * over blocks b of fma(float(S_b), d_w(b) * d_x(b), y) from y = 0, S_b the
+ * exact integer dot, so one token (gemv below, eight GGUF rows at a time)
+ * and any batch give bit-equal outputs.
  */
 #include <string.h>
 
@@ -26,6 +27,7 @@
 #if defined(STRATA_KERN_X86)
 #include <immintrin.h>
 
+#include "q8_0_r16.h"
 #include "r8_x86.h"
 
 #define AI static inline __attribute__((always_inline))
@@ -34,23 +36,17 @@
 #define CH 64      /* blocks repacked at a time */
 #define TT 8       /* tokens per tile */
 
-struct r16_buf {
-	float d[CH][GR];    /* the sixteen rows' block scales */
-	__m512i q[CH][8];   /* q[b][c]: bytes 4c..4c+3 of block b, rows 0..15, ^ 0x80 */
-};
-
-static _Thread_local struct r16_buf g_buf;
+static _Thread_local _Alignas(64) uint8_t g_buf[CH / 2 * STRATA_R16_PAIR_BYTES];
 
 /* The activation row's parts (kernels_avx512.c's layout). */
 #define X_QS(x, k) ((const int8_t *)(x) + (k))
 #define X_D(x, k) ((const float *)((const uint8_t *)(x) + 2 * (k)))
 #define X_BSUM(x, k) ((const int32_t *)(X_D(x, k) + (k) / STRATA_QK8_0))
 
-/* Blocks [b0, b0 + nb) of the group's rows into g_buf. */
+/* Blocks [b0, b0 + nb) of the group's rows into g_buf (q8_0_r16.h's
+ * layout; strata_q8_0_r16_pack_blocks' bytes). */
 static void repack(const uint8_t *const w[GR], int64_t b0, int nb)
 {
-	const __m256i flip = _mm256_set1_epi8((char)0x80);
-
 	for (int b = 0; b < nb; b++) {
 		__m256i lo[8], hi[8];
 		uint16_t h[GR];
@@ -61,35 +57,40 @@ static void repack(const uint8_t *const w[GR], int64_t b0, int nb)
 
 			memcpy(&h[j], p, 2);
 			memcpy(&h[j + 8], q, 2);
-			lo[j] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + 2)), flip);
-			hi[j] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + 2)), flip);
+			lo[j] = _mm256_loadu_si256((const __m256i *)(p + 2));
+			hi[j] = _mm256_loadu_si256((const __m256i *)(q + 2));
 		}
 		strata_r8_transpose(lo);
 		strata_r8_transpose(hi);
 		UNROLL for (int c = 0; c < 8; c++)
-			_mm512_store_si512(&g_buf.q[b][c],
+			_mm512_store_si512(g_buf + strata_r16_q_off(b) + 64 * c,
 					   _mm512_inserti64x4(_mm512_castsi256_si512(lo[c]), hi[c], 1));
-		_mm512_store_ps(g_buf.d[b], _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)));
+		memcpy(g_buf + strata_r16_d_off(b), h, sizeof(h));
 	}
 }
 
-/* NT tokens (from t0) against the repacked blocks [b0, b0 + nb); acc holds
- * y on entry (zero for the first chunk) and on return. */
+/* NT tokens (from t0) against blocks [b0, b0 + nb) of a group, laid out
+ * from src (b0 even); acc holds y on entry (zero for the first chunk) and
+ * on return. */
 AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int nb,
-	     __m512 acc[TT])
+	     __m512 acc[TT], const uint8_t *src)
 {
+	const __m512i flip = _mm512_set1_epi8((char)0x80);
 	const uint8_t *x[TT];
 
 	UNROLL for (int u = 0; u < NT; u++)
 		x[u] = a->x + (t0 + u) * a->x_stride;
 	for (int b = 0; b < nb; b++) {
-		const __m512 dw = _mm512_load_ps(g_buf.d[b]);
+		const uint8_t *qb = src + strata_r16_q_off(b);
+		const __m512 dw = _mm512_cvtph_ps(
+			_mm256_load_si256((const __m256i *)(src + strata_r16_d_off(b))));
 		__m512i si[TT];
 
 		UNROLL for (int u = 0; u < NT; u++)
 			si[u] = _mm512_set1_epi32(X_BSUM(x[u], a->k)[b0 + b]);
 		UNROLL for (int c = 0; c < 8; c++) {
-			const __m512i q = _mm512_load_si512(&g_buf.q[b][c]);
+			const __m512i q = _mm512_xor_si512(
+				_mm512_load_si512((const __m512i *)(qb + 64 * c)), flip);
 
 			UNROLL for (int u = 0; u < NT; u++) {
 				int32_t v;
@@ -107,9 +108,10 @@ AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int
 
 #define DEF_TILE(nt)                                                             \
 	static void tile_##nt(const struct strata_mm_args *a, int64_t t0,        \
-			      int64_t b0, int nb, __m512 acc[TT])               \
+			      int64_t b0, int nb, __m512 acc[TT],               \
+			      const uint8_t *src)                               \
 	{                                                                        \
-		tile(nt, a, t0, b0, nb, acc);                                    \
+		tile(nt, a, t0, b0, nb, acc, src);                               \
 	}
 DEF_TILE(1)
 DEF_TILE(2)
@@ -120,7 +122,8 @@ DEF_TILE(6)
 DEF_TILE(7)
 DEF_TILE(8)
 
-typedef void (*tile_fn)(const struct strata_mm_args *, int64_t, int64_t, int, __m512[TT]);
+typedef void (*tile_fn)(const struct strata_mm_args *, int64_t, int64_t, int, __m512[TT],
+			const uint8_t *);
 static tile_fn const g_tiles[TT] = { tile_1, tile_2, tile_3, tile_4,
 				     tile_5, tile_6, tile_7, tile_8 };
 
@@ -177,13 +180,43 @@ static void gemv(const struct strata_mm_args *a, int64_t r, int nr)
 	}
 }
 
-void strata_q8_0_mm_avx512(const struct strata_mm_args *a)
+/*
+ * Every token tile against one group of rows [r, r + nr), chunk by chunk:
+ * the chunk's blocks are read in place from rp (a group repacked at load)
+ * or, without it, repacked from the GGUF rows w[] into g_buf first.
+ */
+static void group_tiles(const struct strata_mm_args *a, int64_t r, int nr,
+			const uint8_t *const w[GR], const uint8_t *rp)
 {
 	const int64_t nbk = a->k / STRATA_QK8_0;
+	const __mmask16 m = row_mask(nr);
 
+	for (int64_t b0 = 0; b0 < nbk; b0 += CH) {
+		const int nb = nbk - b0 < CH ? (int)(nbk - b0) : CH;
+		const uint8_t *src = g_buf;
+
+		if (rp)
+			src = rp + strata_r16_d_off(b0);
+		else
+			repack(w, b0, nb);
+		for (int64_t t = 0; t < a->nt; t += TT) {
+			const int nt = a->nt - t < TT ? (int)(a->nt - t) : TT;
+			__m512 acc[TT];
+
+			for (int u = 0; u < nt; u++)
+				acc[u] = b0 ? _mm512_maskz_loadu_ps(m, a->y + (t + u) * a->ldy + r)
+					    : _mm512_setzero_ps();
+			g_tiles[nt - 1](a, t, b0, nb, acc, src);
+			for (int u = 0; u < nt; u++)
+				_mm512_mask_storeu_ps(a->y + (t + u) * a->ldy + r, m, acc[u]);
+		}
+	}
+}
+
+void strata_q8_0_mm_avx512(const struct strata_mm_args *a)
+{
 	for (int64_t r = 0; r < a->nr; r += GR) {
 		const int nr = a->nr - r < GR ? (int)(a->nr - r) : GR;
-		const __mmask16 m = row_mask(nr);
 		const uint8_t *w[GR];
 
 		if (a->nt == 1) {
@@ -193,23 +226,15 @@ void strata_q8_0_mm_avx512(const struct strata_mm_args *a)
 		/* A short last group repeats its first row; those lanes are dropped. */
 		UNROLL for (int j = 0; j < GR; j++)
 			w[j] = a->w + (r + (j < nr ? j : 0)) * a->w_stride;
-		for (int64_t b0 = 0; b0 < nbk; b0 += CH) {
-			const int nb = nbk - b0 < CH ? (int)(nbk - b0) : CH;
-
-			repack(w, b0, nb);
-			for (int64_t t = 0; t < a->nt; t += TT) {
-				const int nt = a->nt - t < TT ? (int)(a->nt - t) : TT;
-				__m512 acc[TT];
-
-				for (int u = 0; u < nt; u++)
-					acc[u] = b0 ? _mm512_maskz_loadu_ps(m, a->y + (t + u) * a->ldy + r)
-						    : _mm512_setzero_ps();
-				g_tiles[nt - 1](a, t, b0, nb, acc);
-				for (int u = 0; u < nt; u++)
-					_mm512_mask_storeu_ps(a->y + (t + u) * a->ldy + r, m, acc[u]);
-			}
-		}
+		group_tiles(a, r, nr, w, NULL);
 	}
+}
+
+/* Repacked at load: whole groups (a->nr is a multiple of 16), in place. */
+void strata_q8_0_r16_mm_avx512(const struct strata_mm_args *a)
+{
+	for (int64_t r = 0; r < a->nr; r += GR)
+		group_tiles(a, r, GR, NULL, a->w + r * a->w_stride);
 }
 
 #endif

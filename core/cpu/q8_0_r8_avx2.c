@@ -12,9 +12,9 @@
  * and the result is already a vector of eight outputs. This is the layout
  * ik_llama.cpp's -rtr repacks to at load; here a group is repacked on the
  * fly into a per-thread buffer (64 blocks at a time, 18 KiB, L1-resident)
- * and reused for every token of the call, so the model's memory map is
- * still read in place and nothing else (row lookups, devices, streamed
- * experts) sees another layout.
+ * and reused for every token of the call.  Weights repacked at load
+ * (STRATA_LAYOUT_Q8_0_R16, sixteen rows: q8_0_r16.h) are read in place,
+ * each half of a group as one group of eight.
  *
  * The sum is the same for every token count: y = fold over blocks b of
  * fma(float(S_b), d_w(b) * d_x(b), y) from y = 0, S_b the exact integer dot
@@ -30,6 +30,7 @@
 #if defined(STRATA_KERN_X86)
 #include <immintrin.h>
 
+#include "q8_0_r16.h"
 #include "r8_x86.h"
 
 #define AI static inline __attribute__((always_inline))
@@ -66,11 +67,13 @@ static void repack(const uint8_t *const w[GR], int64_t b0, int nb)
 }
 
 /*
- * NT tokens (from t0) against the repacked blocks [b0, b0 + nb): acc holds
- * y on entry (zero for the first chunk) and on return.
+ * NT tokens (from t0) against blocks [b0, b0 + nb) of eight rows: g_buf's
+ * (R16 0), or half h of a group repacked at load whose chunk starts at src
+ * (R16 1, b0 even).  acc holds y on entry (zero for the first chunk) and on
+ * return.
  */
-AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int nb,
-	     __m256 acc[TT])
+AI void tile(int NT, int R16, const struct strata_mm_args *a, int64_t t0, int64_t b0, int nb,
+	     __m256 acc[TT], const uint8_t *src, int h)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	const int8_t *xq[TT];
@@ -81,13 +84,17 @@ AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int
 		xd[u] = (const float *)(xq[u] + a->k);
 	}
 	for (int b = 0; b < nb; b++) {
-		const __m256 dw = _mm256_load_ps(g_buf.d[b]);
+		const __m256 dw = R16 ? _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(
+						src + strata_r16_d_off(b) + 16 * h)))
+				      : _mm256_load_ps(g_buf.d[b]);
 		__m256i si[TT];
 
 		UNROLL for (int u = 0; u < NT; u++)
 			si[u] = _mm256_setzero_si256();
 		UNROLL for (int c = 0; c < GR; c++) {
-			const __m256i q = _mm256_load_si256(&g_buf.q[b][c]);
+			const __m256i q = R16 ? _mm256_load_si256((const __m256i *)(
+							src + strata_r16_q_off(b) + 64 * c + 32 * h))
+					      : _mm256_load_si256(&g_buf.q[b][c]);
 			const __m256i aq = _mm256_abs_epi8(q);
 
 			UNROLL for (int u = 0; u < NT; u++) {
@@ -109,17 +116,26 @@ AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int
 
 #define DEF_TILE(nt)                                                             \
 	static void tile_##nt(const struct strata_mm_args *a, int64_t t0,        \
-			      int64_t b0, int nb, __m256 acc[TT])               \
+			      int64_t b0, int nb, __m256 acc[TT],               \
+			      const uint8_t *src, int h)                        \
 	{                                                                        \
-		tile(nt, a, t0, b0, nb, acc);                                    \
+		tile(nt, 0, a, t0, b0, nb, acc, src, h);                         \
+	}                                                                        \
+	static void tile16_##nt(const struct strata_mm_args *a, int64_t t0,      \
+				int64_t b0, int nb, __m256 acc[TT],             \
+				const uint8_t *src, int h)                      \
+	{                                                                        \
+		tile(nt, 1, a, t0, b0, nb, acc, src, h);                         \
 	}
 DEF_TILE(1)
 DEF_TILE(2)
 DEF_TILE(3)
 DEF_TILE(4)
 
-typedef void (*tile_fn)(const struct strata_mm_args *, int64_t, int64_t, int, __m256[TT]);
+typedef void (*tile_fn)(const struct strata_mm_args *, int64_t, int64_t, int, __m256[TT],
+			const uint8_t *, int);
 static tile_fn const g_tiles[TT] = { tile_1, tile_2, tile_3, tile_4 };
+static tile_fn const g_tiles16[TT] = { tile16_1, tile16_2, tile16_3, tile16_4 };
 
 /*
  * One token (decode): nothing to reuse a repacked group for, so each row's
@@ -185,11 +201,84 @@ void strata_q8_0_mm_avx2(const struct strata_mm_args *a)
 
 				for (int u = 0; u < nt; u++)
 					acc[u] = b0 ? strata_r8_load_y(a, r, nr, t + u) : _mm256_setzero_ps();
-				g_tiles[nt - 1](a, t, b0, nb, acc);
+				g_tiles[nt - 1](a, t, b0, nb, acc, NULL, 0);
 				for (int u = 0; u < nt; u++)
 					strata_r8_store_y(a, r, nr, t + u, acc[u]);
 			}
 		}
+	}
+}
+
+/*
+ * One token against a group repacked at load: both halves in one pass, so
+ * the group is read as one sequential stream.  Per half, the same S_b,
+ * scale and FMA as tile().
+ */
+static void gemv16(const struct strata_mm_args *a, int64_t r, const uint8_t *src)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	const int8_t *xq = (const int8_t *)a->x;
+	const float *xd = (const float *)(xq + a->k);
+	const int64_t nbk = a->k / STRATA_QK8_0;
+	__m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+
+	for (int64_t b = 0; b < nbk; b++) {
+		const uint8_t *qb = src + strata_r16_q_off(b);
+		__m256i si[2] = { _mm256_setzero_si256(), _mm256_setzero_si256() };
+
+		UNROLL for (int c = 0; c < GR; c++) {
+			int32_t v;
+			__m256i xb;
+
+			memcpy(&v, xq + b * 32 + 4 * c, 4);
+			xb = _mm256_set1_epi32(v);
+			UNROLL for (int h = 0; h < 2; h++) {
+				const __m256i q = _mm256_load_si256((const __m256i *)(qb + 64 * c + 32 * h));
+
+				si[h] = _mm256_add_epi32(si[h], _mm256_madd_epi16(
+					_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(xb, q)),
+					ones));
+			}
+		}
+		UNROLL for (int h = 0; h < 2; h++)
+			acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si[h]),
+				_mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128((const __m128i *)(
+						      src + strata_r16_d_off(b) + 16 * h))),
+					      _mm256_set1_ps(xd[b])),
+				acc[h]);
+	}
+	strata_r8_store_y(a, r, 8, 0, acc[0]);
+	strata_r8_store_y(a, r + 8, 8, 0, acc[1]);
+}
+
+/* Repacked at load: whole groups of sixteen (a->nr is a multiple of 16). */
+void strata_q8_0_r16_mm_avx2(const struct strata_mm_args *a)
+{
+	const int64_t nbk = a->k / STRATA_QK8_0;
+
+	for (int64_t r = 0; r < a->nr; r += STRATA_R16_ROWS) {
+		const uint8_t *g = a->w + r * a->w_stride;
+
+		if (a->nt == 1) {
+			gemv16(a, r, g);
+			continue;
+		}
+		for (int h = 0; h < 2; h++)
+			for (int64_t b0 = 0; b0 < nbk; b0 += CH) {
+				const int nb = nbk - b0 < CH ? (int)(nbk - b0) : CH;
+
+				for (int64_t t = 0; t < a->nt; t += TT) {
+					const int nt = a->nt - t < TT ? (int)(a->nt - t) : TT;
+					__m256 acc[TT];
+
+					for (int u = 0; u < nt; u++)
+						acc[u] = b0 ? strata_r8_load_y(a, r + 8 * h, 8, t + u)
+							    : _mm256_setzero_ps();
+					g_tiles16[nt - 1](a, t, b0, nb, acc, g + strata_r16_d_off(b0), h);
+					for (int u = 0; u < nt; u++)
+						strata_r8_store_y(a, r + 8 * h, 8, t + u, acc[u]);
+				}
+			}
 	}
 }
 

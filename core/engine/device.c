@@ -83,7 +83,7 @@ int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t
 	const char *name = e->cfg.gpu_plugin;
 	const int automatic = !name || !*name || !strcmp(name, "auto");
 	struct strata_ctx_opts o = { .pool = e->pool, .max_batch = max_batch, .n_ctx = n_ctx,
-				     .n_seq = 1 };
+				     .n_seq = 1, .no_repack = e->cfg.model_repack };
 	struct strata_placement_stats st;
 	char where[256];
 	int rc;
@@ -130,7 +130,7 @@ int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t
 
 int strata_engine_make_seq(struct strata_engine *e, uint32_t n_ctx)
 {
-	struct strata_ctx_opts o = { .pool = e->pool };
+	struct strata_ctx_opts o = { .pool = e->pool, .no_repack = e->cfg.model_repack };
 	int rc = strata_seq_create(e->ctx, n_ctx, &e->seq);
 
 	if (!rc || !e->dev)
@@ -151,7 +151,7 @@ int strata_engine_make_seq(struct strata_engine *e, uint32_t n_ctx)
 
 int strata_engine_fall_back(struct strata_engine *e)
 {
-	struct strata_ctx_opts o = { .pool = e->pool };
+	struct strata_ctx_opts o = { .pool = e->pool, .no_repack = e->cfg.model_repack };
 	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
 	int rc;
 

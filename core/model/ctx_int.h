@@ -81,6 +81,7 @@ struct strata_ctx {
 	struct strata_xstore *xs;
 	uint32_t max_batch;
 	struct strata_buf host_map;  /* the mapping's data section, wrapped */
+	struct strata_buf rp_buf;    /* Q8_0 products interleaved at load (place.c), or none */
 	struct strata_tensor tok_embd, output_norm_h, output_h; /* host */
 	struct pl_layer *L;          /* [n_layer - n_nextn] */
 	struct strata_backend *out_be;

@@ -647,6 +647,7 @@ int strata_model_load_ex(const char *path, unsigned flags, struct strata_model *
 	l.m = calloc(1, sizeof(*l.m));
 	if (!l.m)
 		return -ENOMEM;
+	l.m->flags = flags;
 	rc = strata_gguf_open(path, &l.m->gguf);
 	if (rc)
 		goto fail;

@@ -212,6 +212,7 @@ struct strata_model {
 	struct strata_layer *layers;  /* [n_layer] */
 	uint64_t n_params;
 	uint64_t weight_bytes;
+	unsigned flags;               /* the STRATA_MODEL_* it was loaded with */
 };
 
 /*
@@ -261,6 +262,10 @@ struct strata_ctx_opts {
 	uint32_t n_ctx;                /* positions of the sequences the device must hold (0 = 4096) */
 	uint32_t n_seq;                /* sequences whose state lives on the device (0 = 1) */
 	struct strata_xstore *xs;      /* streamed experts (borrowed), or NULL: from the mapping */
+	/* 1: keep Q8_0 weights in the file's layout.  0: without a device, the
+	 * CPU's Q8_0 products are interleaved at load when RAM allows (the
+	 * same size again while the page cache keeps the file's pages). */
+	int no_repack;
 };
 
 /* What a context placed where (the run summary; see strata_ctx_describe). */
@@ -274,6 +279,8 @@ struct strata_placement_stats {
 	uint64_t dev_state_bytes;      /* state reserved there per sequence x n_seq */
 	uint64_t dev_work_bytes;       /* its workspace */
 	uint64_t host_weight_bytes;    /* weights computed on the CPU */
+	uint64_t host_repacked_bytes;  /* of them Q8_0 interleaved at load (no_repack) */
+	double host_repack_s;          /* the seconds that took */
 	uint64_t dev_need_bytes;       /* the least a device must hold: workspace, layer 0 */
 };
 

@@ -17,12 +17,17 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend/exec.h"
 #include "gguf/gguf.h"
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 #define ALIGN 256
 
@@ -536,12 +541,166 @@ none:
 	return 0;
 }
 
+/* ---- Q8_0 interleaved at load (CPU only) ------------------------------------------- */
+
+#define RP_MAX 4096     /* tensors one context repacks at most (else: the rest stay) */
+#define RP_GRAIN 64     /* row groups per grab of the counter */
+#define RP_MARGIN (512ull << 20) /* memory left to everything else */
+
+struct rp_job {
+	int n;
+	struct strata_tensor *t[RP_MAX];
+	size_t off[RP_MAX];           /* where each goes in the arena */
+	int64_t first[RP_MAX + 1];    /* prefix sums of their row groups */
+	uint8_t *arena;
+	_Atomic int64_t next;
+};
+
+/* t as one matrix of all its rows (experts stacked), when it can be repacked:
+ * Q8_0 in the mapping, contiguous, in whole groups of sixteen rows. */
+static int rp_mat(const struct strata_ctx *c, const struct strata_tensor *t, struct strata_mat *m)
+{
+	const int64_t n = t->n_dims > 2 ? t->ne[2] : 1;
+
+	if (t->buf != &c->host_map || t->type != STRATA_TYPE_Q8_0 || t->ne[1] % 16 ||
+	    strata_mat_init(m, t->type, t->ne[1] * n, t->ne[0], strata_tensor_data(t)) ||
+	    t->nb[1] != m->row_bytes || (n > 1 && t->nb[2] != m->row_bytes * (size_t)t->ne[1]))
+		return 0;
+	return strata_mat_repackable(m);
+}
+
+static void rp_task(void *arg, int ith, int nth)
+{
+	struct rp_job *j = arg;
+	const int64_t total = j->first[j->n];
+	int i = 0;
+
+	(void)ith;
+	(void)nth;
+	for (int64_t g = atomic_fetch_add(&j->next, RP_GRAIN); g < total;
+	     g = atomic_fetch_add(&j->next, RP_GRAIN)) {
+		const int64_t end = g + RP_GRAIN < total ? g + RP_GRAIN : total;
+
+		while (g < end) {
+			struct strata_mat m;
+			int64_t e;
+
+			while (j->first[i + 1] <= g)
+				i++;
+			e = end < j->first[i + 1] ? end : j->first[i + 1];
+			(void)strata_mat_init(&m, STRATA_TYPE_Q8_0, j->first[i + 1] * 16 - j->first[i] * 16,
+					      j->t[i]->ne[0], strata_tensor_data(j->t[i]));
+			strata_mat_repack(&m, g - j->first[i], e - j->first[i], j->arena + j->off[i]);
+			g = e;
+		}
+	}
+}
+
+static void rp_add(struct strata_ctx *c, struct rp_job *j, struct strata_tensor *t, size_t *bytes)
+{
+	struct strata_mat m;
+
+	if (j->n == RP_MAX || !rp_mat(c, t, &m))
+		return;
+	j->t[j->n] = t;
+	j->off[j->n] = *bytes;
+	j->first[j->n + 1] = j->first[j->n] + m.rows / 16;
+	*bytes += (m.rows * m.row_bytes + 4095) & ~(size_t)4095;
+	j->n++;
+}
+
+/* The CPU's Q8_0 products, unless they are the embedding rows too, or the
+ * experts are streamed (their slots are read in the file's layout). */
+static void rp_collect(struct strata_ctx *c, const struct strata_ctx_opts *o, struct rp_job *j,
+		       size_t *bytes)
+{
+	const uint32_t nl = strata_ctx_layers(c->m);
+	const int streamed = o->xs || (c->m->flags & STRATA_MODEL_STREAM_EXPERTS);
+
+	for (uint32_t l = 0; l < nl; l++) {
+		struct strata_tensor *v[N_DENSE];
+
+		dense_list(&c->L[l], v);
+		for (int i = 0; i < N_DENSE; i++)
+			if (g_product[i])
+				rp_add(c, j, v[i], bytes);
+		for (int p = 0; p < 3 && !streamed; p++)
+			rp_add(c, j, &c->L[l].xh[p], bytes);
+	}
+	if (c->output.buf == &c->host_map && c->output.offset != c->tok_embd.offset)
+		rp_add(c, j, &c->output, bytes);
+}
+
+/*
+ * Without a device, Q8_0 products are interleaved sixteen rows at a time
+ * into anonymous memory (kernels.h: strata_mat_repack) when RAM allows: the
+ * same bytes, read as one stream per thread.  The mapping's pages behind
+ * them are dropped (they stay in the page cache, which may reclaim them).
+ */
+static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
+{
+	struct rp_job *j = calloc(1, sizeof(*j));
+	const uint64_t t0 = strata_now_ns();
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned long long avail;
+	size_t bytes = 0;
+	int nth;
+
+	if (!j)
+		return -ENOMEM;
+	rp_collect(c, o, j, &bytes);
+	avail = strata_mem_available();
+	if (!j->n || bytes + RP_MARGIN > avail) {
+		if (j->n)
+			strata_info("Q8_0 weights stay in the file's layout: interleaving %.0f MiB "
+				    "needs that much more RAM, %.0f MiB is available",
+				    bytes / 1048576.0, avail / 1048576.0);
+		free(j);
+		return 0;
+	}
+	j->arena = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (j->arena == MAP_FAILED) {
+		strata_info("Q8_0 weights stay in the file's layout: no %.0f MiB to interleave them",
+			    bytes / 1048576.0);
+		free(j);
+		return 0;
+	}
+	(void)madvise(j->arena, bytes, MADV_HUGEPAGE);
+	atomic_init(&j->next, 0);
+	nth = c->pool ? strata_pool_size(c->pool) : 1;
+	if (nth > 1)
+		strata_pool_run_n(c->pool, rp_task, j, nth);
+	else
+		rp_task(j, 0, 1);
+	c->rp_buf = (struct strata_buf){ .base = j->arena, .size = bytes,
+					 .flags = STRATA_BUF_HOST | STRATA_BUF_Q8_0_R16 };
+	for (int i = 0; i < j->n; i++) {
+		struct strata_tensor *t = j->t[i];
+		uintptr_t a = (uintptr_t)strata_tensor_data(t), e = a + t->nb[1] * (size_t)t->ne[1] *
+			      (size_t)(t->n_dims > 2 ? t->ne[2] : 1);
+
+		a = (a + page - 1) & ~(uintptr_t)(page - 1);
+		e &= ~(uintptr_t)(page - 1);
+		if (e > a) /* a read-only file mapping: pages come back from the cache */
+			(void)madvise((void *)a, e - a, MADV_DONTNEED);
+		t->buf = &c->rp_buf;
+		t->offset = j->off[i];
+	}
+	c->st.host_repacked_bytes = bytes;
+	c->st.host_repack_s = (double)(strata_now_ns() - t0) / 1e9;
+	strata_info("interleaved %d Q8_0 tensors (%.0f MiB) for the CPU kernels in %.2f s", j->n,
+		    bytes / 1048576.0, c->st.host_repack_s);
+	free(j);
+	return 0;
+}
+
 int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o)
 {
 	const struct strata_hparams *hp = &c->m->hp;
 	const uint32_t nl = strata_ctx_layers(c->m);
 	const void *data;
 	uint64_t data_size;
+	int rc;
 
 	/* Every weight is a view of the mapping's data section (all shards' in a row). */
 	strata_gguf_data_span(c->m->gguf, &data, &data_size);
@@ -571,7 +730,9 @@ int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o)
 		c->ple_table = h_mat(c, &c->m->ple_table);
 		c->st.host_weight_bytes += t_bytes(&c->hc_head[1]) + t_bytes(&c->hc_head[2]);
 	}
-	return o->device ? place_device(c, o) : 0;
+	if (o->device && (rc = place_device(c, o)))
+		return rc;
+	return c->dev || o->no_repack ? 0 : place_repack(c, o);
 }
 
 void strata_ctx_unplace(struct strata_ctx *c)
@@ -587,6 +748,9 @@ void strata_ctx_unplace(struct strata_ctx *c)
 	}
 	if (c->dev)
 		strata_backend_buf_free(c->dev, &c->out_buf);
+	if (c->rp_buf.base)
+		munmap(c->rp_buf.base, c->rp_buf.size);
+	c->rp_buf.base = NULL;
 	free(c->L);
 	c->L = NULL;
 }

@@ -31,6 +31,7 @@
 #include "gguf/gguf.h"
 #include "io/aread.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 #define XS_ALIGN 4096u
 #define XS_PIECE (1u << 20)
@@ -148,21 +149,10 @@ static void lru_push_lru(struct strata_xstore *xs, uint32_t s)
 
 /* ---- opening ------------------------------------------------------------------ */
 
-/* Half of MemAvailable (the free memory the kernel would hand out), or 0. */
+/* Half of MemAvailable (the free memory the kernel would hand out). */
 static uint64_t auto_cache_bytes(void)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	unsigned long long kb = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	if (!kb)
-		kb = (unsigned long long)sysconf(_SC_AVPHYS_PAGES) * (sysconf(_SC_PAGESIZE) / 1024);
-	return (uint64_t)kb * 1024 / 2;
+	return strata_mem_available() / 2;
 }
 
 static int size_cache(struct strata_xstore *xs)

@@ -1,13 +1,16 @@
 /*
- * mem.c - aligned allocation (mem.h).
+ * mem.c - aligned allocation and available memory (mem.h).
  */
 #include "util/mem.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _WIN32
 #include <malloc.h>
+#else
+#include <unistd.h>
 #endif
 
 void *strata_aligned_alloc(size_t align, size_t size)
@@ -45,4 +48,22 @@ void *strata_zalloc_aligned(size_t n, size_t size)
 	if (p)
 		memset(p, 0, bytes ? bytes : STRATA_ALIGN);
 	return p;
+}
+
+unsigned long long strata_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+#ifndef _WIN32
+	if (!kb)
+		kb = (unsigned long long)sysconf(_SC_AVPHYS_PAGES) * (sysconf(_SC_PAGESIZE) / 1024);
+#endif
+	return kb * 1024;
 }

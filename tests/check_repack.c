@@ -1,0 +1,270 @@
+/*
+ * check_repack.c - Q8_0 weights repacked at load (kernels.h: strata_mat_repack,
+ * core/cpu/q8_0_r16.*): at each SIMD level (check_repack, .avx2, .avx512)
+ * every product over the repacked bytes is bit-equal to the same product
+ * over the GGUF rows, for one token, batches, several chunks of blocks, a
+ * pool and the gathered rows of strata_matmul_many; rows read back the same;
+ * a Q8_0 model's context interleaves its weights at load and computes the
+ * same logits as without; and what cannot be repacked says so.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/kernels.h"
+#include "cpu/pool.h"
+#include "cpu/types.h"
+#include "model/model.h"
+#include "testutil.h"
+
+static uint64_t g_rng = 0x2545f4914f6cdd1dull;
+
+static uint32_t rnd(void)
+{
+	g_rng ^= g_rng << 13;
+	g_rng ^= g_rng >> 7;
+	g_rng ^= g_rng << 17;
+	return (uint32_t)(g_rng >> 16);
+}
+
+static float frnd(void)
+{
+	return (float)(rnd() & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+/* Q8_0 rows with the full int8 range (-128 too) and scales over decades. */
+static uint8_t *make_q8_0(int64_t rows, int64_t cols)
+{
+	const size_t rb = strata_type_row_bytes(STRATA_TYPE_Q8_0, cols);
+	uint8_t *w = aligned_alloc(64, (rb * (size_t)rows + 63) & ~(size_t)63);
+
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t b = 0; b < cols / 32; b++) {
+			uint8_t *blk = w + (size_t)r * rb + (size_t)b * 34;
+
+			strata_store_fp16(blk, ldexpf(frnd(), -(int)(rnd() % 12)));
+			for (int i = 0; i < 32; i++)
+				blk[2 + i] = (uint8_t)rnd();
+		}
+	return w;
+}
+
+static float *make_x(int64_t cols, int64_t n)
+{
+	float *x = malloc(sizeof(float) * (size_t)(cols * n));
+
+	for (int64_t i = 0; i < cols * n; i++)
+		x[i] = frnd() * (1 + (float)(rnd() % 4));
+	return x;
+}
+
+/* m repacked into fresh memory (*rp, to free). */
+static void repack(const struct strata_mat *m, struct strata_mat *out, void **rp)
+{
+	*rp = aligned_alloc(64, (m->row_bytes * (size_t)m->rows + 63) & ~(size_t)63);
+	ck_assert_ptr_nonnull(*rp);
+	strata_mat_repack(m, 0, m->rows / 16, *rp);
+	strata_mat_repacked(m, *rp, out);
+}
+
+static int g_lv;
+
+/* Repacked and GGUF rows give the same bits, alone and in batches. */
+START_TEST(products_bit_equal)
+{
+	static const int64_t shape[][2] = { { 16, 64 }, { 48, 1024 }, { 32, 64 * 69 } };
+	static const int64_t ntok[] = { 1, 2, 3, 4, 5, 8, 9, 17 };
+	struct strata_pool *pool;
+
+	if ((g_lv = tu_simd_level()) < 0)
+		return;
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	for (size_t s = 0; s < sizeof(shape) / sizeof(shape[0]); s++) {
+		const int64_t rows = shape[s][0], cols = shape[s][1];
+		uint8_t *w = make_q8_0(rows, cols);
+		float *x = make_x(cols, 17);
+		float *y0 = malloc(sizeof(float) * (size_t)(rows * 17));
+		float *y1 = malloc(sizeof(float) * (size_t)(rows * 17));
+		struct strata_mat m, r;
+		void *rp;
+
+		ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q8_0, rows, cols, w), 0);
+		repack(&m, &r, &rp);
+		for (size_t i = 0; i < sizeof(ntok) / sizeof(ntok[0]); i++)
+			for (int p = 0; p < 2; p++) {
+				struct strata_pool *pl = p ? pool : NULL;
+
+				strata_matmul(pl, &m, x, cols, ntok[i], y0, rows);
+				strata_matmul(pl, &r, x, cols, ntok[i], y1, rows);
+				EXPECT(memcmp(y0, y1, sizeof(float) * (size_t)(rows * ntok[i])) == 0,
+				       "%s: %lld x %lld, %lld tokens%s: repacked differs",
+				       strata_simd_name(g_lv), (long long)rows, (long long)cols,
+				       (long long)ntok[i], p ? ", pool" : "");
+			}
+		free(rp), free(w), free(x), free(y0), free(y1);
+	}
+	strata_pool_free(pool);
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
+/* The experts' path: several items, tokens gathered by row index. */
+START_TEST(many_gathered_bit_equal)
+{
+	const int64_t rows = 64, cols = 512, n_x = 7;
+	const uint32_t sel[2][4] = { { 6, 0, 3, 3 }, { 5 } };
+	const int64_t nsel[2] = { 4, 1 };
+	struct strata_pool *pool;
+	uint8_t *w[2];
+	struct strata_mat m[2], r[2];
+	void *rp[2];
+	float *x, *y0, *y1;
+	struct strata_mm_item it[2];
+
+	if ((g_lv = tu_simd_level()) < 0)
+		return;
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	x = make_x(cols, n_x);
+	y0 = calloc((size_t)(rows * 8), sizeof(float));
+	y1 = calloc((size_t)(rows * 8), sizeof(float));
+	for (int e = 0; e < 2; e++) {
+		w[e] = make_q8_0(rows, cols);
+		ck_assert_int_eq(strata_mat_init(&m[e], STRATA_TYPE_Q8_0, rows, cols, w[e]), 0);
+		repack(&m[e], &r[e], &rp[e]);
+	}
+	for (int v = 0; v < 2; v++) {
+		for (int e = 0; e < 2; e++)
+			it[e] = (struct strata_mm_item){ v ? &r[e] : &m[e], x, cols, nsel[e],
+							 (v ? y1 : y0) + e * 4 * rows, rows,
+							 sel[e], n_x };
+		strata_matmul_many(pool, it, 2);
+	}
+	EXPECT(memcmp(y0, y1, sizeof(float) * (size_t)(rows * 8)) == 0,
+	       "%s: gathered products over repacked experts differ", strata_simd_name(g_lv));
+	for (int e = 0; e < 2; e++)
+		free(w[e]), free(rp[e]);
+	free(x), free(y0), free(y1);
+	strata_pool_free(pool);
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
+/* n_tok prompt tokens then decode steps; every position's logits into out. */
+static void run_model(struct strata_model *m, struct strata_pool *pool, int no_repack,
+		      float *out, uint64_t *repacked)
+{
+	const int32_t toks[6] = { 3, 17, 42, 5, 99, 7 };
+	struct strata_ctx_opts o = { .pool = pool, .max_batch = 8, .no_repack = no_repack };
+	struct strata_placement_stats st;
+	struct strata_ctx *c;
+	struct strata_seq *s;
+	const size_t nv = m->hp.n_vocab;
+
+	ck_assert_int_eq(strata_ctx_create(m, &o, &c), 0);
+	ck_assert_int_eq(strata_seq_create(c, 16, &s), 0);
+	strata_ctx_placement(c, &st);
+	*repacked = st.host_repacked_bytes;
+	ck_assert_int_eq(strata_forward(s, toks, 4, out, 1), 0);
+	ck_assert_int_eq(strata_forward(s, toks + 4, 1, out + 4 * nv, 0), 0);
+	ck_assert_int_eq(strata_forward(s, toks + 5, 1, out + 5 * nv, 0), 0);
+	strata_seq_free(s);
+	strata_ctx_free(c);
+}
+
+/* A context on a Q8_0 model interleaves its products at load (at a level
+ * with an interleaved kernel) and every logit stays the same bits. */
+START_TEST(model_logits_bit_equal)
+{
+	struct strata_model *m;
+	struct strata_pool *pool;
+	float *a, *b;
+	uint64_t ra, rb;
+	size_t n;
+
+	if ((g_lv = tu_simd_level()) < 0)
+		return;
+	ck_assert_int_eq(strata_model_load(tu_shared_or_skip("models/syn-qwen3moe-d256-q8_0.gguf"),
+					   &m), 0);
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	n = 6 * (size_t)m->hp.n_vocab;
+	a = malloc(n * sizeof(float));
+	b = malloc(n * sizeof(float));
+	run_model(m, pool, 0, a, &ra);
+	run_model(m, pool, 1, b, &rb);
+	EXPECT(ra > 0 || g_lv == STRATA_SIMD_SCALAR,
+	       "%s: nothing was interleaved at load", strata_simd_name(g_lv));
+	EXPECT(g_lv != STRATA_SIMD_SCALAR || ra == 0, "scalar: weights were interleaved");
+	ck_assert_uint_eq(rb, 0);
+	EXPECT(memcmp(a, b, n * sizeof(float)) == 0, "%s: logits differ with weights interleaved",
+	       strata_simd_name(g_lv));
+	free(a), free(b);
+	strata_pool_free(pool);
+	strata_model_free(m);
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
+/* Row reads (and so dequantisation) see the same values. */
+START_TEST(rows_read_back)
+{
+	const int64_t rows = 32, cols = 192;
+	uint8_t *w = make_q8_0(rows, cols);
+	float a[192], b[192];
+	struct strata_mat m, r;
+	void *rp;
+
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q8_0, rows, cols, w), 0);
+	repack(&m, &r, &rp);
+	for (int64_t i = 0; i < rows; i++) {
+		strata_mat_get_row(&m, i, a);
+		strata_mat_get_row(&r, i, b);
+		EXPECT(memcmp(a, b, sizeof(a)) == 0, "row %lld reads back different values",
+		       (long long)i);
+	}
+	free(rp), free(w);
+}
+END_TEST
+
+/* Only Q8_0 in rows, 16-row groups and 64-column pairs of blocks, at a
+ * level with an interleaved kernel. */
+START_TEST(repackable_rules)
+{
+	static float f[64 * 16];
+	static uint8_t q[34 * 2 * 48];
+	struct strata_mat m;
+	const enum strata_simd best = strata_simd_detect();
+
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q8_0, 16, 64, q), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), best != STRATA_SIMD_SCALAR);
+	ck_assert_int_eq(strata_simd_set(STRATA_SIMD_SCALAR), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), 0);
+	strata_simd_set(best);
+	m.layout = STRATA_LAYOUT_Q8_0_R16;
+	ck_assert_int_eq(strata_mat_repackable(&m), 0);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q8_0, 17, 64, q), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), 0);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q8_0, 16, 96, q), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), 0);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_F32, 16, 64, f), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("repack");
+	TCase *simd = tcase_create("levels"), *tc = tcase_create("core");
+
+	tcase_set_tags(simd, "simd");
+	tcase_set_timeout(simd, 300);
+	tcase_add_test(simd, products_bit_equal);
+	tcase_add_test(simd, many_gathered_bit_equal);
+	tcase_add_test(simd, model_logits_bit_equal);
+	suite_add_tcase(s, simd);
+	tcase_add_test(tc, rows_read_back);
+	tcase_add_test(tc, repackable_rules);
+	suite_add_tcase(s, tc);
+	return tu_srunner_run(srunner_create(s));
+}
