@@ -153,19 +153,17 @@ END_TEST
 
 /* n_tok prompt tokens then decode steps; every position's logits into out. */
 static void run_model(struct strata_model *m, struct strata_pool *pool, int no_repack,
-		      float *out, uint64_t *repacked)
+		      float *out, struct strata_placement_stats *st)
 {
 	const int32_t toks[6] = { 3, 17, 42, 5, 99, 7 };
 	struct strata_ctx_opts o = { .pool = pool, .max_batch = 8, .no_repack = no_repack };
-	struct strata_placement_stats st;
 	struct strata_ctx *c;
 	struct strata_seq *s;
 	const size_t nv = m->hp.n_vocab;
 
 	ck_assert_int_eq(strata_ctx_create(m, &o, &c), 0);
 	ck_assert_int_eq(strata_seq_create(c, 16, &s), 0);
-	strata_ctx_placement(c, &st);
-	*repacked = st.host_repacked_bytes;
+	strata_ctx_placement(c, st);
 	ck_assert_int_eq(strata_forward(s, toks, 4, out, 1), 0);
 	ck_assert_int_eq(strata_forward(s, toks + 4, 1, out + 4 * nv, 0), 0);
 	ck_assert_int_eq(strata_forward(s, toks + 5, 1, out + 5 * nv, 0), 0);
@@ -173,35 +171,48 @@ static void run_model(struct strata_model *m, struct strata_pool *pool, int no_r
 	strata_ctx_free(c);
 }
 
-/* A context on a Q8_0 model interleaves its products at load (at a level
- * with an interleaved kernel) and every logit stays the same bits. */
+/*
+ * A context copies its weights at load, a Q8_0 model's interleaved (at a
+ * level with an interleaved kernel; at the scalar level Q8_0 stays in the
+ * mapping), and every logit stays the same bits.
+ */
 START_TEST(model_logits_bit_equal)
 {
-	struct strata_model *m;
+	static const char *const files[] = { "models/syn-qwen3moe-d256-q8_0.gguf",
+					      "models/syn-qwen3moe-d256-q4_k_m.gguf" };
 	struct strata_pool *pool;
-	float *a, *b;
-	uint64_t ra, rb;
-	size_t n;
 
 	if ((g_lv = tu_simd_level()) < 0)
 		return;
-	ck_assert_int_eq(strata_model_load(tu_shared_or_skip("models/syn-qwen3moe-d256-q8_0.gguf"),
-					   &m), 0);
 	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
-	n = 6 * (size_t)m->hp.n_vocab;
-	a = malloc(n * sizeof(float));
-	b = malloc(n * sizeof(float));
-	run_model(m, pool, 0, a, &ra);
-	run_model(m, pool, 1, b, &rb);
-	EXPECT(ra > 0 || g_lv == STRATA_SIMD_SCALAR,
-	       "%s: nothing was interleaved at load", strata_simd_name(g_lv));
-	EXPECT(g_lv != STRATA_SIMD_SCALAR || ra == 0, "scalar: weights were interleaved");
-	ck_assert_uint_eq(rb, 0);
-	EXPECT(memcmp(a, b, n * sizeof(float)) == 0, "%s: logits differ with weights interleaved",
-	       strata_simd_name(g_lv));
-	free(a), free(b);
+	for (int f = 0; f < 2; f++) {
+		struct strata_placement_stats sa, sb;
+		struct strata_model *m;
+		float *a, *b;
+		size_t n;
+
+		ck_assert_int_eq(strata_model_load(tu_shared_or_skip(files[f]), &m), 0);
+		n = 6 * (size_t)m->hp.n_vocab;
+		a = malloc(n * sizeof(float));
+		b = malloc(n * sizeof(float));
+		run_model(m, pool, 0, a, &sa);
+		run_model(m, pool, 1, b, &sb);
+		EXPECT(f || (sa.host_repacked_bytes > 0) == (g_lv != STRATA_SIMD_SCALAR),
+		       "%s, %s: %llu bytes interleaved", files[f], strata_simd_name(g_lv),
+		       (unsigned long long)sa.host_repacked_bytes);
+		EXPECT(f == 0 && g_lv == STRATA_SIMD_SCALAR
+			       ? sa.host_copied_bytes < sa.host_weight_bytes / 2
+			       : sa.host_copied_bytes > sa.host_weight_bytes / 2,
+		       "%s, %s: only %llu of %llu bytes copied", files[f], strata_simd_name(g_lv),
+		       (unsigned long long)sa.host_copied_bytes,
+		       (unsigned long long)sa.host_weight_bytes);
+		ck_assert_uint_eq(sb.host_copied_bytes, 0);
+		EXPECT(memcmp(a, b, n * sizeof(float)) == 0, "%s, %s: logits differ when copied",
+		       files[f], strata_simd_name(g_lv));
+		free(a), free(b);
+		strata_model_free(m);
+	}
 	strata_pool_free(pool);
-	strata_model_free(m);
 	strata_simd_set(strata_simd_detect());
 }
 END_TEST

@@ -31,7 +31,7 @@ struct strata_config {
 	uint32_t ctx_size;    /* ctx_size = N (--ctx-size; -c is the INI file); 0 = the model's, at most 4096 */
 	int model_experts;    /* experts = mmap|stream (--experts): 0 mapped, 1 read through [io] on use */
 	uint32_t expert_cache;/* expert_cache = MiB (--expert-cache): RAM for streamed experts; 0 = auto */
-	int model_repack;     /* repack = auto|off (--repack): 1 keeps Q8_0 in the file's layout */
+	int model_repack;     /* repack = auto|off (--repack): 1 computes on the file's mapping */
 
 	/* [run] */
 	char *prompt;         /* prompt = TEXT (-p) */

@@ -262,9 +262,10 @@ struct strata_ctx_opts {
 	uint32_t n_ctx;                /* positions of the sequences the device must hold (0 = 4096) */
 	uint32_t n_seq;                /* sequences whose state lives on the device (0 = 1) */
 	struct strata_xstore *xs;      /* streamed experts (borrowed), or NULL: from the mapping */
-	/* 1: keep Q8_0 weights in the file's layout.  0: without a device, the
-	 * CPU's Q8_0 products are interleaved at load when RAM allows (the
-	 * same size again while the page cache keeps the file's pages). */
+	/* 1: compute on the file's mapping.  0: without a device, the CPU's
+	 * products are copied into huge pages at load when RAM allows, Q8_0
+	 * interleaved (place.c; the same size again in RAM while the page
+	 * cache keeps the file's pages). */
 	int no_repack;
 };
 
@@ -279,8 +280,9 @@ struct strata_placement_stats {
 	uint64_t dev_state_bytes;      /* state reserved there per sequence x n_seq */
 	uint64_t dev_work_bytes;       /* its workspace */
 	uint64_t host_weight_bytes;    /* weights computed on the CPU */
-	uint64_t host_repacked_bytes;  /* of them Q8_0 interleaved at load (no_repack) */
-	double host_repack_s;          /* the seconds that took */
+	uint64_t host_copied_bytes;    /* of them copied into huge pages at load (no_repack) */
+	uint64_t host_repacked_bytes;  /* of those Q8_0, interleaved on the way */
+	double host_copy_s;            /* the seconds that took */
 	uint64_t dev_need_bytes;       /* the least a device must hold: workspace, layer 0 */
 };
 

@@ -541,32 +541,32 @@ none:
 	return 0;
 }
 
-/* ---- Q8_0 interleaved at load (CPU only) ------------------------------------------- */
+/* ---- the CPU's weights in huge pages, Q8_0 interleaved (CPU only) ------------------ */
 
-#define RP_MAX 4096     /* tensors one context repacks at most (else: the rest stay) */
-#define RP_GRAIN 64     /* row groups per grab of the counter */
+#define RP_MAX 4096     /* tensors one context copies at most (else: the rest stay) */
+#define RP_ROWS 256     /* rows per grab of the counter (a multiple of 16) */
 #define RP_MARGIN (512ull << 20) /* memory left to everything else */
 
 struct rp_job {
 	int n;
 	struct strata_tensor *t[RP_MAX];
+	struct strata_mat m[RP_MAX];  /* each as one matrix of all its rows */
 	size_t off[RP_MAX];           /* where each goes in the arena */
-	int64_t first[RP_MAX + 1];    /* prefix sums of their row groups */
+	int64_t first[RP_MAX + 1];    /* prefix sums of their units of RP_ROWS rows */
 	uint8_t *arena;
 	_Atomic int64_t next;
 };
 
-/* t as one matrix of all its rows (experts stacked), when it can be repacked:
- * Q8_0 in the mapping, contiguous, in whole groups of sixteen rows. */
+/* t as one matrix of all its rows (experts stacked), when it can move: a
+ * weight type of the kernels, in the mapping, rows contiguous. */
 static int rp_mat(const struct strata_ctx *c, const struct strata_tensor *t, struct strata_mat *m)
 {
 	const int64_t n = t->n_dims > 2 ? t->ne[2] : 1;
 
-	if (t->buf != &c->host_map || t->type != STRATA_TYPE_Q8_0 || t->ne[1] % 16 ||
-	    strata_mat_init(m, t->type, t->ne[1] * n, t->ne[0], strata_tensor_data(t)) ||
-	    t->nb[1] != m->row_bytes || (n > 1 && t->nb[2] != m->row_bytes * (size_t)t->ne[1]))
-		return 0;
-	return strata_mat_repackable(m);
+	return t->buf == &c->host_map &&
+	       !strata_mat_init(m, t->type, t->ne[1] * n, t->ne[0], strata_tensor_data(t)) &&
+	       m->rows > 0 && t->nb[1] == m->row_bytes &&
+	       (n == 1 || t->nb[2] == m->row_bytes * (size_t)t->ne[1]);
 }
 
 static void rp_task(void *arg, int ith, int nth)
@@ -577,39 +577,40 @@ static void rp_task(void *arg, int ith, int nth)
 
 	(void)ith;
 	(void)nth;
-	for (int64_t g = atomic_fetch_add(&j->next, RP_GRAIN); g < total;
-	     g = atomic_fetch_add(&j->next, RP_GRAIN)) {
-		const int64_t end = g + RP_GRAIN < total ? g + RP_GRAIN : total;
+	for (int64_t u = atomic_fetch_add(&j->next, 1); u < total; u = atomic_fetch_add(&j->next, 1)) {
+		const struct strata_mat *m;
+		int64_t r0, r1;
 
-		while (g < end) {
-			struct strata_mat m;
-			int64_t e;
-
-			while (j->first[i + 1] <= g)
-				i++;
-			e = end < j->first[i + 1] ? end : j->first[i + 1];
-			(void)strata_mat_init(&m, STRATA_TYPE_Q8_0, j->first[i + 1] * 16 - j->first[i] * 16,
-					      j->t[i]->ne[0], strata_tensor_data(j->t[i]));
-			strata_mat_repack(&m, g - j->first[i], e - j->first[i], j->arena + j->off[i]);
-			g = e;
-		}
+		while (j->first[i + 1] <= u)
+			i++;
+		m = &j->m[i];
+		r0 = (u - j->first[i]) * RP_ROWS;
+		r1 = r0 + RP_ROWS < m->rows ? r0 + RP_ROWS : m->rows;
+		if (m->type == STRATA_TYPE_Q8_0)
+			strata_mat_repack(m, r0 / 16, r1 / 16, j->arena + j->off[i]);
+		else
+			memcpy(j->arena + j->off[i] + (size_t)r0 * m->row_bytes,
+			       (const uint8_t *)m->data + (size_t)r0 * m->row_bytes,
+			       (size_t)(r1 - r0) * m->row_bytes);
 	}
 }
 
 static void rp_add(struct strata_ctx *c, struct rp_job *j, struct strata_tensor *t, size_t *bytes)
 {
-	struct strata_mat m;
+	struct strata_mat *m = &j->m[j->n];
 
-	if (j->n == RP_MAX || !rp_mat(c, t, &m))
+	/* the arena's flag says its Q8_0 is interleaved: the rest stays mapped */
+	if (j->n == RP_MAX || !rp_mat(c, t, m) ||
+	    (m->type == STRATA_TYPE_Q8_0 && !strata_mat_repackable(m)))
 		return;
 	j->t[j->n] = t;
 	j->off[j->n] = *bytes;
-	j->first[j->n + 1] = j->first[j->n] + m.rows / 16;
-	*bytes += (m.rows * m.row_bytes + 4095) & ~(size_t)4095;
+	j->first[j->n + 1] = j->first[j->n] + (m->rows + RP_ROWS - 1) / RP_ROWS;
+	*bytes += ((size_t)m->rows * m->row_bytes + 4095) & ~(size_t)4095;
 	j->n++;
 }
 
-/* The CPU's Q8_0 products, unless they are the embedding rows too, or the
+/* The CPU's products, unless they are the embedding rows too, or the
  * experts are streamed (their slots are read in the file's layout). */
 static void rp_collect(struct strata_ctx *c, const struct strata_ctx_opts *o, struct rp_job *j,
 		       size_t *bytes)
@@ -632,10 +633,12 @@ static void rp_collect(struct strata_ctx *c, const struct strata_ctx_opts *o, st
 }
 
 /*
- * Without a device, Q8_0 products are interleaved sixteen rows at a time
- * into anonymous memory (kernels.h: strata_mat_repack) when RAM allows: the
- * same bytes, read as one stream per thread.  The mapping's pages behind
- * them are dropped (they stay in the page cache, which may reclaim them).
+ * Without a device, the CPU's products are copied at load into anonymous
+ * memory in huge pages when RAM allows, Q8_0 interleaved sixteen rows at a
+ * time on the way (kernels.h: strata_mat_repack): decode streams them with
+ * few TLB misses (a file mapping has 4 KiB pages), Q8_0 as one sequential
+ * stream per thread.  The same bytes and results.  The mapping's pages
+ * behind them are dropped (the page cache keeps them while it can).
  */
 static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 {
@@ -652,7 +655,7 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 	avail = strata_mem_available();
 	if (!j->n || bytes + RP_MARGIN > avail) {
 		if (j->n)
-			strata_info("Q8_0 weights stay in the file's layout: interleaving %.0f MiB "
+			strata_info("weights stay in the file's mapping: copying %.0f MiB of them "
 				    "needs that much more RAM, %.0f MiB is available",
 				    bytes / 1048576.0, avail / 1048576.0);
 		free(j);
@@ -660,7 +663,7 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 	}
 	j->arena = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (j->arena == MAP_FAILED) {
-		strata_info("Q8_0 weights stay in the file's layout: no %.0f MiB to interleave them",
+		strata_info("weights stay in the file's mapping: no %.0f MiB to copy them to",
 			    bytes / 1048576.0);
 		free(j);
 		return 0;
@@ -674,6 +677,7 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 		rp_task(j, 0, 1);
 	c->rp_buf = (struct strata_buf){ .base = j->arena, .size = bytes,
 					 .flags = STRATA_BUF_HOST | STRATA_BUF_Q8_0_R16 };
+	c->st.host_repacked_bytes = 0;
 	for (int i = 0; i < j->n; i++) {
 		struct strata_tensor *t = j->t[i];
 		uintptr_t a = (uintptr_t)strata_tensor_data(t), e = a + t->nb[1] * (size_t)t->ne[1] *
@@ -685,11 +689,14 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 			(void)madvise((void *)a, e - a, MADV_DONTNEED);
 		t->buf = &c->rp_buf;
 		t->offset = j->off[i];
+		if (j->m[i].type == STRATA_TYPE_Q8_0)
+			c->st.host_repacked_bytes += j->m[i].rows * j->m[i].row_bytes;
 	}
-	c->st.host_repacked_bytes = bytes;
-	c->st.host_repack_s = (double)(strata_now_ns() - t0) / 1e9;
-	strata_info("interleaved %d Q8_0 tensors (%.0f MiB) for the CPU kernels in %.2f s", j->n,
-		    bytes / 1048576.0, c->st.host_repack_s);
+	c->st.host_copied_bytes = bytes;
+	c->st.host_copy_s = (double)(strata_now_ns() - t0) / 1e9;
+	strata_info("copied %d weight tensors (%.0f MiB, %.0f MiB of them Q8_0 interleaved) for "
+		    "the CPU in %.2f s", j->n, bytes / 1048576.0,
+		    c->st.host_repacked_bytes / 1048576.0, c->st.host_copy_s);
 	free(j);
 	return 0;
 }
