@@ -28,7 +28,9 @@ struct attn_task {
 };
 
 /* One (token, KV head) pair per work item - all the query heads that share
- * the KV head in one pass - spread over the pool. */
+ * the KV head in one pass - dealt round-robin over the pool: a causal
+ * batch's later tokens attend to more positions, so contiguous ranges would
+ * leave the last thread three times the first one's work at 512 tokens. */
 static void attn_worker(void *arg, int ith, int nth)
 {
 	const struct attn_task *a = arg;
@@ -37,10 +39,8 @@ static void attn_worker(void *arg, int ith, int nth)
 	const uint32_t group = a->n_head / a->n_kv, pos = op->p.attn.pos;
 	const float *kc = strata_tensor_data(op->src[3]), *vc = strata_tensor_data(op->src[4]);
 	float *sc = a->x->scores + (size_t)ith * a->x->scores_per;
-	long begin, end;
 
-	strata_split((long)a->n * a->n_kv, ith, nth, &begin, &end);
-	for (long it = begin; it < end; it++) {
+	for (long it = ith; it < (long)a->n * a->n_kv; it += nth) {
 		uint32_t t = (uint32_t)(it / a->n_kv), kvh = (uint32_t)(it % a->n_kv);
 		const float *qt = (const float *)((const char *)strata_tensor_data(q) + t * q->nb[2] +
 						  (size_t)kvh * group * q->nb[1]);
