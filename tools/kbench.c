@@ -16,14 +16,17 @@
  * (default 5) over all copies is reported.
  *
  * TYPES default to the types of the shipped packs and the bench models:
- * Q8_0,Q4_K,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16; TOKENS to
- * 1,8,64; LEVELS to the vector levels this CPU has (scalar only without any).
+ * Q8_0,Q8_0_R16,Q4_K,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16 (Q8_0_R16:
+ * Q8_0 interleaved sixteen rows at a time, as a model's CPU weights are at
+ * load, kernels.h: strata_mat_repack); TOKENS to 1,8,64; LEVELS to the
+ * vector levels this CPU has (scalar only without any).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cpu/kernels.h"
@@ -48,7 +51,7 @@ static void usage(FILE *f, const char *argv0)
 		"usage: %s [-t THREADS] [-T TYPES] [-n TOKENS] [-l LEVELS] [-r REPS]\n"
 		"          [-R ROWS] [-K COLS] [-M MIB] [-o CSV]\n"
 		"  -t  threads (default: online CPUs)\n"
-		"  -T  weight types, comma-separated (default Q8_0,Q4_K,Q5_K,Q6_K,IQ4_NL,\n"
+		"  -T  weight types, comma-separated (default Q8_0,Q8_0_R16,Q4_K,Q5_K,Q6_K,IQ4_NL,\n"
 		"      IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16); none: the read loop alone\n"
 		"  -n  token counts, comma-separated (default 1,8,64)\n"
 		"  -l  SIMD levels, comma-separated: scalar,avx2,avx512 (default: the vector\n"
@@ -94,10 +97,15 @@ static int parse_list(const char *s, struct list *l, long (*fn)(const char *))
 	return l->n ? 0 : -EINVAL;
 }
 
+/* Q8_0 interleaved at load, in -T: not a GGUF type. */
+#define T_Q8_0_R16 1000
+
 static long type_of(const char *s)
 {
 	int t = strata_type_from_name(s);
 
+	if (!strcasecmp(s, "Q8_0_R16"))
+		return T_Q8_0_R16;
 	return t >= 0 && strata_type_supported((uint32_t)t) ? t : -1;
 }
 
@@ -230,15 +238,24 @@ struct bench {
 static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 		      const struct list *tokens)
 {
-	size_t rb = strata_type_row_bytes(type, b->cols), wb = rb * (size_t)b->rows;
-	size_t ncopy = b->copies_bytes / wb + 1;
+	const int r16 = type == T_Q8_0_R16;
+	const char *name = r16 ? "Q8_0_R16" : strata_type_name(type);
+	size_t rb = strata_type_row_bytes(r16 ? STRATA_TYPE_Q8_0 : type, b->cols), wb = rb * (size_t)b->rows;
+	size_t ncopy = b->copies_bytes / wb + 1 + r16; /* r16: a spare one to repack from */
 	uint8_t *w;
 	float *src;
 	struct strata_mat *m;
 
-	if (!rb) {
+	if (r16)
+		type = STRATA_TYPE_Q8_0;
+	if (!rb || (r16 && b->cols % 64)) {
 		fprintf(stderr, "strata-kbench: %s: %ld columns are not a multiple of its block\n",
-			strata_type_name(type), b->cols);
+			name, b->cols);
+		return -EINVAL;
+	}
+	if (r16 && b->rows % 16) {
+		fprintf(stderr, "strata-kbench: Q8_0_R16 needs rows in groups of 16, not %ld\n",
+			b->rows);
 		return -EINVAL;
 	}
 	w = aligned_alloc(64, (wb * ncopy + 63) & ~(size_t)63);
@@ -251,16 +268,23 @@ static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 	for (size_t i = 0; i < (size_t)b->rows * (size_t)b->cols; i++)
 		src[i] = rnd() * 0.05f;
 	fprintf(stderr, "strata-kbench: quantising %s (%ld x %ld, %zu copies, %.0f MiB)...\n",
-		strata_type_name(type), b->rows, b->cols, ncopy, (double)(wb * ncopy) / 1048576);
+		name, b->rows, b->cols, ncopy, (double)(wb * ncopy) / 1048576);
 	if (strata_quantize(type, src, w, b->rows * b->cols) < 0) {
 		fprintf(stderr, "strata-kbench: %s has no quantiser here\n", strata_type_name(type));
 		free(w), free(src), free(m);
 		return -ENOTSUP;
 	}
+	if (r16) { /* the first copy interleaved through a spare one */
+		strata_mat_init(&m[0], type, b->rows, b->cols, w + wb);
+		memcpy(w + wb, w, wb);
+		strata_mat_repack(&m[0], 0, b->rows / 16, w);
+	}
 	for (size_t c = 0; c < ncopy; c++) {
 		if (c)
 			memcpy(w + c * wb, w, wb);
 		strata_mat_init(&m[c], type, b->rows, b->cols, w + c * wb);
+		if (r16)
+			strata_mat_repacked(&m[c], w + c * wb, &m[c]);
 	}
 	for (int li = 0; li < levels->n; li++) {
 		if (strata_simd_set((enum strata_simd)levels->v[li]))
@@ -285,12 +309,12 @@ static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 
 			if (nt == 1) /* decode: the share of the read loop's rate */
 				snprintf(share, sizeof(share), "%5.0f%%", 100 * gbs / b->read_gbs);
-			printf("| %-8s | %-6s | %6ld | %9.1f | %7.1f | %6s |\n", strata_type_name(type),
+			printf("| %-8s | %-6s | %6ld | %9.1f | %7.1f | %6s |\n", name,
 			       strata_simd_name((enum strata_simd)levels->v[li]), nt, gmac, gbs, share);
 			fflush(stdout);
 			if (b->csv)
 				fprintf(b->csv, "%s,%s,%d,%ld,%ld,%ld,%.2f,%.2f,%.2f,\"%s\"\n",
-					strata_type_name(type), strata_simd_name((enum strata_simd)levels->v[li]),
+					name, strata_simd_name((enum strata_simd)levels->v[li]),
 					b->threads, b->rows, b->cols, nt, gmac, gbs, b->read_gbs, b->cpu);
 		}
 	}
@@ -331,7 +355,8 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 
 	b.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	parse_list("Q8_0,Q4_K,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types, type_of);
+	parse_list("Q8_0,Q8_0_R16,Q4_K,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types,
+		   type_of);
 	parse_list("1,8,64", &tokens, tokens_of);
 	/* The vector levels this CPU has; the scalar reference only without
 	 * any (it is 10-50 times slower, and a reference, not a product). */
