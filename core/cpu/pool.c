@@ -90,9 +90,13 @@ struct strata_pool {
  * Spin until *word != val (want_eq = 0) or == val (want_eq = 1), for at most
  * spin_ns; 1 when it happened.  After the first YIELD_AFTER_NS the spinner
  * also yields: on a loaded machine (more runnable threads than cores) the
- * thread it waits for may be queued behind it on its own core.
+ * thread it waits for may be queued behind it on its own core.  Not sooner:
+ * a yield hands the core to any other runnable process, even a nice 19
+ * compile, for up to its time slice, and most of a decode step's waits
+ * last a few microseconds (2 us cost 20-40% of decode and prompt speed
+ * beside a background build; 50 us as little as never yielding).
  */
-#define YIELD_AFTER_NS 2000
+#define YIELD_AFTER_NS 50000
 static int spin_until(_Atomic uint64_t *word, uint64_t val, int want_eq,
 		      int64_t spin_ns)
 {
