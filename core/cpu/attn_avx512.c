@@ -49,6 +49,8 @@ void strata_attn_scores_avx512(const float *q, const float *kt, size_t stride, i
 }
 
 #define AI static inline __attribute__((always_inline))
+/* the head and column loops must unroll: their accumulators are registers */
+#define UNROLL _Pragma("GCC unroll 4")
 
 /* exp(x) for x <= 0 (softmax arguments); below -88 the result is ~0. */
 AI __m512 exp_neg(__m512 x)
@@ -71,24 +73,24 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks,
 	for (; j0 + 64 <= len; j0 += 64) {
 		__m512 acc[4][4];
 
-		for (int g = 0; g < NG; g++)
-			for (int i = 0; i < 4; i++)
+		UNROLL for (int g = 0; g < NG; g++)
+			UNROLL for (int i = 0; i < 4; i++)
 				acc[g][i] = _mm512_setzero_ps();
 		for (int d = 0; d < hd; d++) {
 			const float *kr = kt + (size_t)d * ks + j0;
 			__m512 k[4];
 
-			for (int i = 0; i < 4; i++)
+			UNROLL for (int i = 0; i < 4; i++)
 				k[i] = _mm512_loadu_ps(kr + 16 * i);
-			for (int g = 0; g < NG; g++) {
+			UNROLL for (int g = 0; g < NG; g++) {
 				__m512 qd = _mm512_set1_ps(q[(size_t)g * qs + d]);
 
-				for (int i = 0; i < 4; i++)
+				UNROLL for (int i = 0; i < 4; i++)
 					acc[g][i] = _mm512_fmadd_ps(qd, k[i], acc[g][i]);
 			}
 		}
-		for (int g = 0; g < NG; g++)
-			for (int i = 0; i < 4; i++)
+		UNROLL for (int g = 0; g < NG; g++)
+			UNROLL for (int i = 0; i < 4; i++)
 				_mm512_storeu_ps(sc + (size_t)g * ls + j0 + 16 * i,
 						 _mm512_mul_ps(acc[g][i], vs));
 	}
@@ -96,16 +98,16 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks,
 		const __mmask16 m = tail_mask(len - j0);
 		__m512 acc[4];
 
-		for (int g = 0; g < NG; g++)
+		UNROLL for (int g = 0; g < NG; g++)
 			acc[g] = _mm512_setzero_ps();
 		for (int d = 0; d < hd; d++) {
 			__m512 k = _mm512_maskz_loadu_ps(m, kt + (size_t)d * ks + j0);
 
-			for (int g = 0; g < NG; g++)
+			UNROLL for (int g = 0; g < NG; g++)
 				acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)g * qs + d]), k,
 							 acc[g]);
 		}
-		for (int g = 0; g < NG; g++)
+		UNROLL for (int g = 0; g < NG; g++)
 			_mm512_mask_storeu_ps(sc + (size_t)g * ls + j0, m, _mm512_mul_ps(acc[g], vs));
 	}
 }
@@ -139,26 +141,26 @@ AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, si
 	__m512 acc[4][4];
 	__mmask16 m[4];
 
-	for (int i = 0; i < NC; i++)
+	UNROLL for (int i = 0; i < NC; i++)
 		m[i] = tail_mask((uint32_t)(hdv - c0 - 16 * i));
-	for (int g = 0; g < NG; g++)
-		for (int i = 0; i < NC; i++)
+	UNROLL for (int g = 0; g < NG; g++)
+		UNROLL for (int i = 0; i < NC; i++)
 			acc[g][i] = _mm512_setzero_ps();
 	for (uint32_t j = 0; j < len; j++) {
 		const float *vj = v + (size_t)j * vs + c0;
 		__m512 x[4];
 
-		for (int i = 0; i < NC; i++)
+		UNROLL for (int i = 0; i < NC; i++)
 			x[i] = _mm512_maskz_loadu_ps(m[i], vj + 16 * i);
-		for (int g = 0; g < NG; g++) {
+		UNROLL for (int g = 0; g < NG; g++) {
 			__m512 p = _mm512_set1_ps(sc[(size_t)g * ls + j]);
 
-			for (int i = 0; i < NC; i++)
+			UNROLL for (int i = 0; i < NC; i++)
 				acc[g][i] = _mm512_fmadd_ps(p, x[i], acc[g][i]);
 		}
 	}
-	for (int g = 0; g < NG; g++)
-		for (int i = 0; i < NC; i++)
+	UNROLL for (int g = 0; g < NG; g++)
+		UNROLL for (int i = 0; i < NC; i++)
 			_mm512_mask_storeu_ps(o + (size_t)g * os + c0 + 16 * i, m[i],
 					      _mm512_mul_ps(acc[g][i], _mm512_set1_ps(inv[g])));
 }
