@@ -76,10 +76,21 @@ AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int
 	     __m512 acc[TT], const uint8_t *src)
 {
 	const __m512i flip = _mm512_set1_epi8((char)0x80);
-	const uint8_t *x[TT];
+	const int8_t *xq[TT];
+	const float *xd[TT];
+	const int32_t *xs[TT];
+	__m512 y[TT];
 
-	UNROLL for (int u = 0; u < NT; u++)
-		x[u] = a->x + (t0 + u) * a->x_stride;
+	/* locals, not a->... or acc[]: stores to acc would make the compiler
+	 * reload every pointer through a each block */
+	UNROLL for (int u = 0; u < NT; u++) {
+		const uint8_t *x = a->x + (t0 + u) * a->x_stride;
+
+		xq[u] = X_QS(x, a->k) + b0 * 32;
+		xd[u] = X_D(x, a->k) + b0;
+		xs[u] = X_BSUM(x, a->k) + b0;
+		y[u] = acc[u];
+	}
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *qb = src + strata_r16_q_off(b);
 		const __m512 dw = _mm512_cvtph_ps(
@@ -87,7 +98,7 @@ AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int
 		__m512i si[TT];
 
 		UNROLL for (int u = 0; u < NT; u++)
-			si[u] = _mm512_set1_epi32(X_BSUM(x[u], a->k)[b0 + b]);
+			si[u] = _mm512_set1_epi32(xs[u][b]);
 		UNROLL for (int c = 0; c < 8; c++) {
 			const __m512i q = _mm512_xor_si512(
 				_mm512_load_si512((const __m512i *)(qb + 64 * c)), flip);
@@ -95,15 +106,16 @@ AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int
 			UNROLL for (int u = 0; u < NT; u++) {
 				int32_t v;
 
-				memcpy(&v, X_QS(x[u], a->k) + (b0 + b) * 32 + 4 * c, 4);
+				memcpy(&v, xq[u] + b * 32 + 4 * c, 4);
 				si[u] = _mm512_dpbusd_epi32(si[u], q, _mm512_set1_epi32(v));
 			}
 		}
 		UNROLL for (int u = 0; u < NT; u++)
-			acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(si[u]),
-						 _mm512_mul_ps(dw, _mm512_set1_ps(X_D(x[u], a->k)[b0 + b])),
-						 acc[u]);
+			y[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(si[u]),
+					       _mm512_mul_ps(dw, _mm512_set1_ps(xd[u][b])), y[u]);
 	}
+	UNROLL for (int u = 0; u < NT; u++)
+		acc[u] = y[u];
 }
 
 #define DEF_TILE(nt)                                                             \

@@ -78,10 +78,16 @@ AI void tile(int NT, int R16, const struct strata_mm_args *a, int64_t t0, int64_
 	const __m256i ones = _mm256_set1_epi16(1);
 	const int8_t *xq[TT];
 	const float *xd[TT];
+	__m256 y[TT];
 
+	/* locals, not a->... or acc[]: stores to acc would make the compiler
+	 * reload every pointer through a each block */
 	UNROLL for (int u = 0; u < NT; u++) {
-		xq[u] = (const int8_t *)(a->x + (t0 + u) * a->x_stride);
-		xd[u] = (const float *)(xq[u] + a->k);
+		const int8_t *x = (const int8_t *)(a->x + (t0 + u) * a->x_stride);
+
+		xq[u] = x + b0 * 32;
+		xd[u] = (const float *)(x + a->k) + b0;
+		y[u] = acc[u];
 	}
 	for (int b = 0; b < nb; b++) {
 		const __m256 dw = R16 ? _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(
@@ -101,17 +107,18 @@ AI void tile(int NT, int R16, const struct strata_mm_args *a, int64_t t0, int64_
 				int32_t v;
 				__m256i xb;
 
-				memcpy(&v, xq[u] + (b0 + b) * 32 + 4 * c, 4);
+				memcpy(&v, xq[u] + b * 32 + 4 * c, 4);
 				xb = _mm256_set1_epi32(v);
 				si[u] = _mm256_add_epi32(si[u], _mm256_madd_epi16(
 					_mm256_maddubs_epi16(aq, _mm256_sign_epi8(xb, q)), ones));
 			}
 		}
 		UNROLL for (int u = 0; u < NT; u++)
-			acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si[u]),
-						 _mm256_mul_ps(dw, _mm256_set1_ps(xd[u][b0 + b])),
-						 acc[u]);
+			y[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si[u]),
+					       _mm256_mul_ps(dw, _mm256_set1_ps(xd[u][b])), y[u]);
 	}
+	UNROLL for (int u = 0; u < NT; u++)
+		acc[u] = y[u];
 }
 
 #define DEF_TILE(nt)                                                             \
