@@ -359,11 +359,11 @@ static void mm_task(void *arg, int ith, int nth)
 		mm_chunk(j, c);
 }
 
-/* Cut rows x tokens into chunks: token blocks that stay in L2, and enough
- * row ranges (multiples of 16) that each thread gets several chunks. */
-static void mm_plan(struct mm_job *j, int nth)
+/* Cut rows x tokens into about `want` chunks: token blocks that stay in
+ * L2, and row ranges (multiples of 16) for the rest. */
+static void mm_plan_n(struct mm_job *j, int64_t want)
 {
-	int64_t per_block, n_tblocks, want, rparts;
+	int64_t per_block, n_tblocks, rparts;
 
 	/* x_stride is 0 when a single token is passed with ldx = 0 */
 	per_block = j->base.x_stride ? (int64_t)(MM_ACT_BLOCK_BYTES / j->base.x_stride)
@@ -374,7 +374,6 @@ static void mm_plan(struct mm_job *j, int nth)
 		per_block &= ~(int64_t)3;
 	j->tchunk = j->n_tok < per_block ? j->n_tok : per_block;
 	n_tblocks = (j->n_tok + j->tchunk - 1) / j->tchunk;
-	want = nth > 1 ? (int64_t)nth * MM_CHUNKS_PER_THREAD : 1;
 	rparts = (want + n_tblocks - 1) / n_tblocks;
 	j->rchunk = (j->rows + rparts - 1) / rparts;
 	j->rchunk = (j->rchunk + 15) & ~(int64_t)15;
@@ -382,6 +381,12 @@ static void mm_plan(struct mm_job *j, int nth)
 		j->rchunk = j->rows;
 	j->n_rchunks = (j->rows + j->rchunk - 1) / j->rchunk;
 	j->n_chunks = j->n_rchunks * n_tblocks;
+}
+
+/* Enough chunks that each of nth threads gets several. */
+static void mm_plan(struct mm_job *j, int nth)
+{
+	mm_plan_n(j, nth > 1 ? (int64_t)nth * MM_CHUNKS_PER_THREAD : 1);
 }
 
 void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
@@ -728,8 +733,11 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 			  : m->x_src[i] == 1 ? m->qjobs[m->x_idx[i]].dst
 					     : m->gjobs[m->x_idx[i]].dst;
 		j->base.x_stride = m->x_stride[i];
-		/* Fewer, larger chunks per item: the items themselves spread the work. */
-		mm_plan(j, n >= nth ? 1 : nth);
+		/* Each item's share of the pool's chunks by its MACs: many equal
+		 * items (experts) take one each, a few unequal ones (q beside k
+		 * and v) are cut so that no thread waits on one big chunk. */
+		mm_plan_n(j, nth > 1 ? (j->rows * it->W->cols * j->n_tok * nth *
+					MM_CHUNKS_PER_THREAD + macs - 1) / macs : 1);
 		m->first[i + 1] = m->first[i] + j->n_chunks;
 	}
 	atomic_init(&m->next, 0);
