@@ -1,8 +1,10 @@
 /*
  * place.c - which backend holds each weight, decided once per context.
  *
- * Without a device everything is a view of the model's mapping, computed by
- * the CPU backend in place (no copy).  With a device, in this order while
+ * Without a device, the CPU's products are copied into huge pages at load
+ * (place_repack: Q8_0 interleaved, when RAM allows and opts->no_repack is
+ * 0), everything else is a view of the model's mapping, computed by the CPU
+ * backend in place.  With a device, in this order while
  * the budget lasts: its workspace; then layer by layer (the first layers
  * while they fit) the dense part - mixer, norms, router, shared expert,
  * dense FFN - together with the layer's state for n_seq sequences; then the
