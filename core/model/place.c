@@ -546,7 +546,7 @@ none:
 /* ---- the CPU's weights in huge pages, Q8_0 interleaved (CPU only) ------------------ */
 
 #define RP_MAX 4096     /* tensors one context copies at most (else: the rest stay) */
-#define RP_ROWS 256     /* rows per grab of the counter (a multiple of 16) */
+#define RP_ROWS 2048    /* rows per grab of the counter (a multiple of 16) */
 #define RP_MARGIN (512ull << 20) /* memory left to everything else */
 
 struct rp_job {
@@ -569,6 +569,17 @@ static int rp_mat(const struct strata_ctx *c, const struct strata_tensor *t, str
 	       !strata_mat_init(m, t->type, t->ne[1] * n, t->ne[0], strata_tensor_data(t)) &&
 	       m->rows > 0 && t->nb[1] == m->row_bytes &&
 	       (n == 1 || t->nb[2] == m->row_bytes * (size_t)t->ne[1]);
+}
+
+/* The whole pages of [p, p + n) out of the process: a read-only file
+ * mapping's pages come back from the page cache if read again. */
+static void rp_drop(const void *p, size_t n)
+{
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + n) & ~(page - 1);
+
+	if (e > a)
+		(void)madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
 static void rp_task(void *arg, int ith, int nth)
@@ -594,6 +605,10 @@ static void rp_task(void *arg, int ith, int nth)
 			memcpy(j->arena + j->off[i] + (size_t)r0 * m->row_bytes,
 			       (const uint8_t *)m->data + (size_t)r0 * m->row_bytes,
 			       (size_t)(r1 - r0) * m->row_bytes);
+		/* the loader paged the file in: drop what is copied as we go, so
+		 * RSS holds the file or its copy, not both */
+		rp_drop((const uint8_t *)m->data + (size_t)r0 * m->row_bytes,
+			(size_t)(r1 - r0) * m->row_bytes);
 	}
 }
 
@@ -646,7 +661,6 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 {
 	struct rp_job *j = calloc(1, sizeof(*j));
 	const uint64_t t0 = strata_now_ns();
-	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	unsigned long long avail;
 	size_t bytes = 0;
 	int nth;
@@ -682,13 +696,9 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 	c->st.host_repacked_bytes = 0;
 	for (int i = 0; i < j->n; i++) {
 		struct strata_tensor *t = j->t[i];
-		uintptr_t a = (uintptr_t)strata_tensor_data(t), e = a + t->nb[1] * (size_t)t->ne[1] *
-			      (size_t)(t->n_dims > 2 ? t->ne[2] : 1);
 
-		a = (a + page - 1) & ~(uintptr_t)(page - 1);
-		e &= ~(uintptr_t)(page - 1);
-		if (e > a) /* a read-only file mapping: pages come back from the cache */
-			(void)madvise((void *)a, e - a, MADV_DONTNEED);
+		/* the pages the units shared at their edges */
+		rp_drop(j->m[i].data, (size_t)j->m[i].rows * j->m[i].row_bytes);
 		t->buf = &c->rp_buf;
 		t->offset = j->off[i];
 		if (j->m[i].type == STRATA_TYPE_Q8_0)
