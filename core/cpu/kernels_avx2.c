@@ -415,7 +415,7 @@ const struct strata_kern_level strata_kern_avx2 = {
 	.q8_0_r16_mm = strata_q8_0_r16_mm_avx2,
 	.act = {
 		[STRATA_ACT_Q8_0] = { q8_row_bytes, q8_quantize, q8_peek },
-		[STRATA_ACT_Q8_K] = { strata_q8k_row_bytes, strata_q8k_quantize,
+		[STRATA_ACT_Q8_K] = { strata_q8k_row_bytes, strata_q8k_quantize_avx2,
 				      strata_q8k_peek },
 		[STRATA_ACT_Q8_1] = { strata_q8_1_row_bytes,
 				      strata_q8_1_quantize_avx2, strata_q8_1_peek },

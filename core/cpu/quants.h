@@ -88,6 +88,7 @@ STRATA_DECL_MM(q5_k, avx512)
 STRATA_DECL_MM(q6_k, avx512)
 void strata_q8k_quantize_avx512(const float *x, void *dst, int64_t k);
 /* quants_k_avx2.c */
+void strata_q8k_quantize_avx2(const float *x, void *dst, int64_t k);
 STRATA_DECL_MM(q2_k, avx2)
 STRATA_DECL_MM(q3_k, avx2)
 STRATA_DECL_MM(q4_k, avx2)

@@ -351,4 +351,67 @@ DEF_KTYPE(q5_k, K5, STRATA_Q5_K_BYTES)
 DEF_K8(q4_k, K4, STRATA_Q4_K_BYTES)
 DEF_K8(q6_k, K6, STRATA_Q6_K_BYTES)
 
+/* ---- Q8_K activations ------------------------------------------------------- */
+
+/* Same values as strata_q8k_quantize (quants_k_avx512.c's, at AVX2): iscale
+ * and d computed the same scalar way, the products rounded to nearest even
+ * (the default MXCSR mode of vcvtps2dq), +128 clamped to 127. */
+void strata_q8k_quantize_avx2(const float *x, void *dst, int64_t k)
+{
+	int8_t *qs = dst;
+	int16_t *bsums = (int16_t *)(qs + k);
+	float *ds = (float *)((uint8_t *)dst + k + k / 8);
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+
+	for (int64_t b = 0; b < k / QK; b++) {
+		const float *xb = x + b * QK;
+		int8_t *q = qs + b * QK;
+		__m256 vmax = _mm256_setzero_ps(), is;
+		__m128 m4;
+		float amax, max = 0.0f;
+
+		for (int i = 0; i < QK; i += 8)
+			vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + i)));
+		m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+		amax = _mm_cvtss_f32(m4);
+		if (amax == 0.0f) {
+			ds[b] = 0.0f;
+			memset(q, 0, QK);
+			memset(bsums + b * 16, 0, 16 * sizeof(int16_t));
+			continue;
+		}
+		/* the first value of that magnitude decides the sign */
+		for (int i = 0; i < QK; i++)
+			if (fabsf(xb[i]) == amax) {
+				max = xb[i];
+				break;
+			}
+		is = _mm256_set1_ps(-127.0f / max);
+		for (int i = 0; i < QK; i += 32) {
+			__m256i v[4];
+
+			for (int h = 0; h < 4; h++)
+				v[h] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(
+					_mm256_loadu_ps(xb + i + 8 * h), is)), _mm256_set1_epi32(127));
+			_mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(
+				_mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]),
+						   _mm256_packs_epi32(v[2], v[3])), perm));
+		}
+		for (int j = 0; j < 16; j++) {
+			__m128i s = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(q + 16 * j)));
+
+			s = _mm_add_epi16(s, _mm_cvtepi8_epi16(_mm_loadl_epi64(
+						     (const __m128i *)(q + 16 * j + 8))));
+			s = _mm_hadd_epi16(s, s);
+			s = _mm_hadd_epi16(s, s);
+			s = _mm_hadd_epi16(s, s);
+			bsums[b * 16 + j] = (int16_t)_mm_extract_epi16(s, 0);
+		}
+		ds[b] = 1 / (-127.0f / max);
+	}
+}
+
 #endif
