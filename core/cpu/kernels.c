@@ -30,8 +30,9 @@
 #endif
 
 /* Below this many multiply-adds per thread, another thread costs more than
- * it saves (dispatch ~1 us, a cache line or two of traffic). */
-#define MM_MIN_MACS_PER_THREAD ((int64_t)1 << 16)
+ * it saves (dispatch ~1 us, a cache line or two of traffic).  A MoE router
+ * at one token (64 x 1024 F32: 256 KB read) is worth two. */
+#define MM_MIN_MACS_PER_THREAD ((int64_t)1 << 15)
 /* Tokens of activations one chunk keeps hot in L2 while rows stream by. */
 #define MM_ACT_BLOCK_BYTES ((size_t)256 << 10)
 /* Chunks per thread, for load balance. */
