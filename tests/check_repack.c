@@ -23,15 +23,12 @@ static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 
 static uint32_t rnd(void)
 {
-	g_rng ^= g_rng << 13;
-	g_rng ^= g_rng >> 7;
-	g_rng ^= g_rng << 17;
-	return (uint32_t)(g_rng >> 16);
+	return tu_rand(&g_rng);
 }
 
 static float frnd(void)
 {
-	return (float)(rnd() & 0xffffff) / 8388608.0f - 1.0f;
+	return tu_frand(&g_rng);
 }
 
 /* Q8_0 rows with the full int8 range (-128 too) and scales over decades. */

@@ -83,6 +83,19 @@ int tu_skipped(void)
 	return atomic_load(g_skips);
 }
 
+uint32_t tu_rand(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return (uint32_t)(*state >> 16);
+}
+
+float tu_frand(uint64_t *state)
+{
+	return (float)(tu_rand(state) & 0xffffff) / 8388608.0f - 1.0f;
+}
+
 int tu_simd_level(void)
 {
 	const char *want = getenv("STRATA_TEST_SIMD");

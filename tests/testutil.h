@@ -69,6 +69,11 @@ void tu_skips_share(void);
  */
 int tu_simd_level(void);
 
+/* xorshift64 from *state (not 0): the same numbers for the same seed on
+ * every machine.  tu_frand is uniform in [-1, 1). */
+uint32_t tu_rand(uint64_t *state);
+float tu_frand(uint64_t *state);
+
 /*
  * Path of a file under ../shared (STRATA_SHARED, overridable with env
  * STRATA_SHARED_DIR) in a static buffer; NULL when the file is absent.
