@@ -706,9 +706,10 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 	}
 	c->st.host_copied_bytes = bytes;
 	c->st.host_copy_s = (double)(strata_now_ns() - t0) / 1e9;
-	strata_info("copied %d weight tensors (%.0f MiB, %.0f MiB of them Q8_0 interleaved) for "
-		    "the CPU in %.2f s", j->n, bytes / 1048576.0,
-		    c->st.host_repacked_bytes / 1048576.0, c->st.host_copy_s);
+	/* the run summary's placement line reports it (strata_ctx_describe) */
+	strata_debug("copied %d weight tensors (%.0f MiB, %.0f MiB of them Q8_0 interleaved) for "
+		     "the CPU in %.2f s", j->n, bytes / 1048576.0,
+		     c->st.host_repacked_bytes / 1048576.0, c->st.host_copy_s);
 	free(j);
 	return 0;
 }
