@@ -111,6 +111,9 @@ AI void tile(int NT, int R16, const struct strata_mm_args *a, int64_t t0, int64_
 				xb = _mm256_set1_epi32(v);
 				si[u] = _mm256_add_epi32(si[u], _mm256_madd_epi16(
 					_mm256_maddubs_epi16(aq, _mm256_sign_epi8(xb, q)), ones));
+				/* one column at a time: left free, GCC computes all
+				 * 32 products first and spills them to the stack */
+				__asm__ volatile("" : "+x"(si[u]));
 			}
 		}
 		UNROLL for (int u = 0; u < NT; u++)

@@ -38,6 +38,10 @@ struct k16_blk {
 
 static _Thread_local struct k16_blk g_buf[CH];
 
+/* Pins v to a register at this point: left free, GCC schedules a whole
+ * sub-block's products first and spills them to the stack. */
+#define KEEP(v) __asm__ volatile("" : "+v"(v))
+
 AI __m512i join(__m256i lo, __m256i hi)
 {
 	return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
@@ -115,9 +119,11 @@ AI void ktile(int six, int NT, const struct strata_mm_args *a, int64_t t0, int64
 				UNROLL for (int c = 0; c < 8; c++) {
 					const __m512i q = _mm512_load_si512(&o->q[g][c]);
 
-					UNROLL for (int u = 0; u < NT; u++)
+					UNROLL for (int u = 0; u < NT; u++) {
 						s16[u] = _mm512_add_epi16(s16[u],
 							_mm512_maddubs_epi16(q, bcast32(xq[u] + 4 * c)));
+						KEEP(s16[u]);
+					}
 				}
 				UNROLL for (int u = 0; u < NT; u++)
 					is[u] = _mm512_dpwssd_epi32(is[u], s16[u], o->sc[g]);
@@ -127,10 +133,12 @@ AI void ktile(int six, int NT, const struct strata_mm_args *a, int64_t t0, int64
 					const __m512i q1 = _mm512_load_si512(&o->q[g][2 * h + 1]);
 					const __m512i sc = o->sc[2 * g + h / 2];
 
-					UNROLL for (int u = 0; u < NT; u++)
+					UNROLL for (int u = 0; u < NT; u++) {
 						is[u] = _mm512_dpwssd_epi32(is[u], _mm512_add_epi16(
 							_mm512_maddubs_epi16(q0, bcast32(xq[u] + 8 * h)),
 							_mm512_maddubs_epi16(q1, bcast32(xq[u] + 8 * h + 4))), sc);
+						KEEP(is[u]);
+					}
 				}
 			}
 		}

@@ -36,6 +36,10 @@
 
 static _Thread_local struct k8_blk g_buf[CH];
 
+/* Pins v to a register at this point: left free, GCC schedules a whole
+ * sub-block's products first and spills them to the stack. */
+#define KEEP(v) __asm__ volatile("" : "+x"(v))
+
 AI __m256i bcast32(const int8_t *p)
 {
 	int32_t v;
@@ -101,8 +105,10 @@ AI void ktile(int six, int NT, const struct strata_mm_args *a, int64_t t0, int64
 				UNROLL for (int c = 0; c < 8; c++) {
 					const __m256i q = _mm256_load_si256(&o->q[g][c]);
 
-					UNROLL for (int u = 0; u < NT; u++)
+					UNROLL for (int u = 0; u < NT; u++) {
 						s16[u] = _mm256_add_epi16(s16[u], _mm256_maddubs_epi16(q, bcast32(xq[u] + 4 * c)));
+						KEEP(s16[u]);
+					}
 				}
 				UNROLL for (int u = 0; u < NT; u++)
 					is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(s16[u], o->sc[g]));
@@ -112,10 +118,12 @@ AI void ktile(int six, int NT, const struct strata_mm_args *a, int64_t t0, int64
 					const __m256i q1 = _mm256_load_si256(&o->q[g][2 * h + 1]);
 					const __m256i sc = o->sc[2 * g + h / 2];
 
-					UNROLL for (int u = 0; u < NT; u++)
+					UNROLL for (int u = 0; u < NT; u++) {
 						is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(_mm256_add_epi16(
 							_mm256_maddubs_epi16(q0, bcast32(xq[u] + 8 * h)),
 							_mm256_maddubs_epi16(q1, bcast32(xq[u] + 8 * h + 4))), sc));
+						KEEP(is[u]);
+					}
 				}
 			}
 		}
