@@ -16,9 +16,9 @@
  * (default 5) over all copies is reported.
  *
  * TYPES default to the types of the shipped packs and the bench models:
- * Q8_0,Q8_0_R16,Q4_K,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16 (Q8_0_R16:
- * Q8_0 interleaved sixteen rows at a time, as a model's CPU weights are at
- * load, kernels.h: strata_mat_repack); TOKENS to 1,8,64; LEVELS to the
+ * Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16
+ * (the _R16 ones: interleaved sixteen rows at a time, as a model's CPU
+ * weights are at load, kernels.h: strata_mat_repack); TOKENS to 1,8,64; LEVELS to the
  * vector levels this CPU has (scalar only without any).
  */
 #include <errno.h>
@@ -51,8 +51,8 @@ static void usage(FILE *f, const char *argv0)
 		"usage: %s [-t THREADS] [-T TYPES] [-n TOKENS] [-l LEVELS] [-r REPS]\n"
 		"          [-R ROWS] [-K COLS] [-M MIB] [-o CSV]\n"
 		"  -t  threads (default: online CPUs)\n"
-		"  -T  weight types, comma-separated (default Q8_0,Q8_0_R16,Q4_K,Q5_K,Q6_K,IQ4_NL,\n"
-		"      IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16); none: the read loop alone\n"
+		"  -T  weight types, comma-separated (default Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,\n"
+		"      IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16); none: the read loop alone\n"
 		"  -n  token counts, comma-separated (default 1,8,64)\n"
 		"  -l  SIMD levels, comma-separated: scalar,avx2,avx512 (default: the vector\n"
 		"      levels this CPU has, scalar only without any)\n"
@@ -97,8 +97,9 @@ static int parse_list(const char *s, struct list *l, long (*fn)(const char *))
 	return l->n ? 0 : -EINVAL;
 }
 
-/* Q8_0 interleaved at load, in -T: not a GGUF type. */
+/* Q8_0 and Q4_K interleaved at load, in -T: not GGUF types. */
 #define T_Q8_0_R16 1000
+#define T_Q4_K_R16 1001
 
 static long type_of(const char *s)
 {
@@ -106,6 +107,8 @@ static long type_of(const char *s)
 
 	if (!strcasecmp(s, "Q8_0_R16"))
 		return T_Q8_0_R16;
+	if (!strcasecmp(s, "Q4_K_R16"))
+		return T_Q4_K_R16;
 	return t >= 0 && strata_type_supported((uint32_t)t) ? t : -1;
 }
 
@@ -238,24 +241,27 @@ struct bench {
 static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 		      const struct list *tokens)
 {
-	const int r16 = type == T_Q8_0_R16;
-	const char *name = r16 ? "Q8_0_R16" : strata_type_name(type);
-	size_t rb = strata_type_row_bytes(r16 ? STRATA_TYPE_Q8_0 : type, b->cols), wb = rb * (size_t)b->rows;
-	size_t ncopy = b->copies_bytes / wb + 1 + r16; /* r16: a spare one to repack from */
+	const int r16 = type == T_Q8_0_R16 || type == T_Q4_K_R16;
+	const char *name = type == T_Q8_0_R16 ? "Q8_0_R16" : type == T_Q4_K_R16 ? "Q4_K_R16"
+					      : strata_type_name(type);
+	size_t rb, wb, ncopy;
 	uint8_t *w;
 	float *src;
 	struct strata_mat *m;
 
 	if (r16)
-		type = STRATA_TYPE_Q8_0;
-	if (!rb || (r16 && b->cols % 64)) {
+		type = type == T_Q8_0_R16 ? STRATA_TYPE_Q8_0 : STRATA_TYPE_Q4_K;
+	rb = strata_type_row_bytes(type, b->cols);
+	wb = rb * (size_t)b->rows;
+	ncopy = b->copies_bytes / wb + 1 + r16; /* r16: a spare one to repack from */
+	if (!rb || (type == STRATA_TYPE_Q8_0 && r16 && b->cols % 64)) {
 		fprintf(stderr, "strata-kbench: %s: %ld columns are not a multiple of its block\n",
 			name, b->cols);
 		return -EINVAL;
 	}
 	if (r16 && b->rows % 16) {
-		fprintf(stderr, "strata-kbench: Q8_0_R16 needs rows in groups of 16, not %ld\n",
-			b->rows);
+		fprintf(stderr, "strata-kbench: %s needs rows in groups of 16, not %ld\n",
+			name, b->rows);
 		return -EINVAL;
 	}
 	w = aligned_alloc(64, (wb * ncopy + 63) & ~(size_t)63);
@@ -355,7 +361,7 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 
 	b.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	parse_list("Q8_0,Q8_0_R16,Q4_K,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types,
+	parse_list("Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types,
 		   type_of);
 	parse_list("1,8,64", &tokens, tokens_of);
 	/* The vector levels this CPU has; the scalar reference only without

@@ -123,8 +123,8 @@ static int as_mat(const struct strata_tensor *w, struct strata_mat *m)
 {
 	if (strata_mat_init(m, w->type, w->ne[1], w->ne[0], strata_tensor_data(w)))
 		return -EINVAL;
-	if (w->buf && (w->buf->flags & STRATA_BUF_Q8_0_R16) && w->type == STRATA_TYPE_Q8_0)
-		m->layout = STRATA_LAYOUT_Q8_0_R16;
+	if (w->buf && (w->buf->flags & STRATA_BUF_R16))
+		m->layout = strata_layout_r16(w->type);
 	return w->nb[1] == m->row_bytes ? 0 : -EINVAL;
 }
 

@@ -21,12 +21,12 @@ struct strata_pool;
 struct strata_exec;
 
 /*
- * A host buffer flag of the core's own (not in the plugin ABI): its Q8_0
- * tensors are interleaved sixteen rows at a time (kernels.h:
- * STRATA_LAYOUT_Q8_0_R16), as place.c repacks them at load.  Only the CPU
- * backend's buffers carry it.
+ * A host buffer flag of the core's own (not in the plugin ABI): its tensors
+ * of the types that repack (Q8_0, Q4_K: kernels.h, strata_layout_r16) are
+ * interleaved sixteen rows at a time, as place.c repacks them at load.
+ * Only the CPU backend's buffers carry it.
  */
-#define STRATA_BUF_Q8_0_R16 (1u << 30)
+#define STRATA_BUF_R16 (1u << 30)
 
 /*
  * An executor on `pool` (borrowed; NULL runs everything on the calling

@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "kernels_impl.h"
+#include "q4_k_r16.h"
 #include "q8_0_r16.h"
 #include "util/log.h"
 
@@ -171,7 +172,55 @@ static const struct strata_kern_level *level_for(uint32_t type)
 /* The tile kernel for W at level lv (level_for(W->type)). */
 static strata_mm_fn mm_for(const struct strata_kern_level *lv, const struct strata_mat *W)
 {
-	return W->layout == STRATA_LAYOUT_Q8_0_R16 ? lv->q8_0_r16_mm : lv->type[W->type].mm;
+	switch (W->layout) {
+	case STRATA_LAYOUT_Q8_0_R16:
+		return lv->q8_0_r16_mm;
+	case STRATA_LAYOUT_Q4_K_R16:
+		return lv->q4_k_r16_mm;
+	default:
+		return lv->type[W->type].mm;
+	}
+}
+
+/* ---- weights repacked at load ---------------------------------------------- */
+
+uint32_t strata_layout_r16(uint32_t type)
+{
+	return type == STRATA_TYPE_Q8_0 ? STRATA_LAYOUT_Q8_0_R16
+	       : type == STRATA_TYPE_Q4_K ? STRATA_LAYOUT_Q4_K_R16
+					  : STRATA_LAYOUT_ROWS;
+}
+
+int strata_mat_repackable(const struct strata_mat *m)
+{
+	if (strata_layout_r16(m->type) == STRATA_LAYOUT_ROWS || m->layout != STRATA_LAYOUT_ROWS ||
+	    m->rows <= 0 || m->rows % 16 || strata_simd_get() == STRATA_SIMD_SCALAR)
+		return 0;
+	return m->type != STRATA_TYPE_Q8_0 || m->cols % 64 == 0; /* Q8_0: pairs of blocks */
+}
+
+void strata_mat_repack(const struct strata_mat *m, int64_t g0, int64_t g1, void *dst)
+{
+	const size_t group = 16 * m->row_bytes;
+
+	for (int64_t g = g0; g < g1; g++) {
+		const uint8_t *w[16];
+		uint8_t *o = (uint8_t *)dst + (size_t)g * group;
+
+		for (int j = 0; j < 16; j++)
+			w[j] = (const uint8_t *)m->data + (size_t)(g * 16 + j) * m->row_bytes;
+		if (m->type == STRATA_TYPE_Q8_0)
+			strata_q8_0_r16_pack_blocks(w, 0, (int)(m->cols / STRATA_QK8_0), o);
+		else
+			strata_q4_k_r16_pack(w, m->cols / STRATA_QK_K, o);
+	}
+}
+
+void strata_mat_repacked(const struct strata_mat *m, const void *dst, struct strata_mat *out)
+{
+	*out = *m;
+	out->data = dst;
+	out->layout = strata_layout_r16(m->type);
 }
 
 /* ---- types, dequantisation ------------------------------------------------ */
@@ -244,6 +293,10 @@ void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst)
 {
 	if (m->layout == STRATA_LAYOUT_Q8_0_R16) {
 		strata_q8_0_r16_get_row(m, r, dst);
+		return;
+	}
+	if (m->layout == STRATA_LAYOUT_Q4_K_R16) {
+		strata_q4_k_r16_get_row(m, r, dst);
 		return;
 	}
 	strata_dequant(m->type, (const uint8_t *)m->data + (size_t)r * m->row_bytes,

@@ -39,8 +39,9 @@ int strata_type_supported(uint32_t type);
 
 /* How a matrix's bytes are ordered. */
 enum strata_layout {
-	STRATA_LAYOUT_ROWS = 0,    /* GGUF: row after row */
-	STRATA_LAYOUT_Q8_0_R16 = 1 /* Q8_0, sixteen rows interleaved (strata_mat_repack) */
+	STRATA_LAYOUT_ROWS = 0,     /* GGUF: row after row */
+	STRATA_LAYOUT_Q8_0_R16 = 1, /* Q8_0, sixteen rows interleaved (strata_mat_repack) */
+	STRATA_LAYOUT_Q4_K_R16 = 2  /* Q4_K, the same */
 };
 
 struct strata_mat {
@@ -58,12 +59,19 @@ int strata_mat_init(struct strata_mat *m, uint32_t type, int64_t rows,
 		    int64_t cols, const void *data);
 
 /*
- * Repacking at load: Q8_0 weights whose rows are a multiple of 16 and whose
- * columns are a multiple of 64 can be stored sixteen rows interleaved, the
- * layout the AVX2 and AVX-512 kernels otherwise rebuild per call.  Decode
- * then reads one sequential stream per thread and needs no horizontal sums.
- * The repacked matrix has the same size and the same results, bit for bit,
- * at every SIMD level (the scalar level reads it in place).
+ * Repacking at load: Q8_0 and Q4_K weights whose rows are a multiple of 16
+ * (Q8_0: and whose columns are a multiple of 64) can be stored sixteen rows
+ * interleaved (q8_0_r16.h, q4_k_r16.h), the layout the AVX2 and AVX-512
+ * kernels otherwise rebuild per call.  Decode then reads one sequential
+ * stream per thread and needs no horizontal sums.  The repacked matrix has
+ * the same size.  Q8_0 gives the same results, bit for bit, at every SIMD
+ * level; Q4_K sums in one order at every level and batch size, the AVX2
+ * level's GGUF-layout order (the AVX-512 level's GGUF-layout kernel for
+ * fewer than 20 tokens sums otherwise: the last bits may differ).  The
+ * scalar level reads both in place.
+ *
+ * strata_layout_r16() is the layout a type repacks to (STRATA_LAYOUT_ROWS:
+ * none).
  *
  * strata_mat_repackable() is 1 when m can be repacked and the current SIMD
  * level has a kernel that gains from it (not the scalar level).
@@ -72,6 +80,7 @@ int strata_mat_init(struct strata_mat *m, uint32_t type, int64_t rows,
  * (the same offsets as m's rows); disjoint ranges may run in parallel.
  * Afterwards *out = m with data = dst and the repacked layout (out may be m).
  */
+uint32_t strata_layout_r16(uint32_t type);
 int strata_mat_repackable(const struct strata_mat *m);
 void strata_mat_repack(const struct strata_mat *m, int64_t g0, int64_t g1, void *dst);
 void strata_mat_repacked(const struct strata_mat *m, const void *dst, struct strata_mat *out);

@@ -1,19 +1,12 @@
 /*
  * q8_0_r16.c - Q8_0 weights repacked at load (q8_0_r16.h): the repack
- * itself, row reads, and the scalar level's product over the repacked
+ * of one group, row reads, and the scalar level's product over the repacked
  * bytes, which sums exactly as its product over GGUF rows does.
  */
 #include <string.h>
 
 #include "kernels.h"
 #include "q8_0_r16.h"
-
-int strata_mat_repackable(const struct strata_mat *m)
-{
-	return m->type == STRATA_TYPE_Q8_0 && m->layout == STRATA_LAYOUT_ROWS &&
-	       m->rows > 0 && m->rows % STRATA_R16_ROWS == 0 && m->cols % 64 == 0 &&
-	       strata_simd_get() != STRATA_SIMD_SCALAR;
-}
 
 void strata_q8_0_r16_pack_blocks(const uint8_t *const w[STRATA_R16_ROWS], int64_t b0, int nb,
 				 uint8_t *dst)
@@ -29,27 +22,6 @@ void strata_q8_0_r16_pack_blocks(const uint8_t *const w[STRATA_R16_ROWS], int64_
 				memcpy(q + 64 * c + 32 * (j / 8) + 4 * (j % 8), blk + 2 + 4 * c, 4);
 		}
 	}
-}
-
-void strata_mat_repack(const struct strata_mat *m, int64_t g0, int64_t g1, void *dst)
-{
-	const size_t group = STRATA_R16_ROWS * m->row_bytes;
-	const int64_t nbk = m->cols / STRATA_QK8_0;
-
-	for (int64_t g = g0; g < g1; g++) {
-		const uint8_t *w[STRATA_R16_ROWS];
-
-		for (int j = 0; j < STRATA_R16_ROWS; j++)
-			w[j] = (const uint8_t *)m->data + (size_t)(g * STRATA_R16_ROWS + j) * m->row_bytes;
-		strata_q8_0_r16_pack_blocks(w, 0, (int)nbk, (uint8_t *)dst + (size_t)g * group);
-	}
-}
-
-void strata_mat_repacked(const struct strata_mat *m, const void *dst, struct strata_mat *out)
-{
-	*out = *m;
-	out->data = dst;
-	out->layout = STRATA_LAYOUT_Q8_0_R16;
 }
 
 /* Row r's value i (of block b) and block scale, in place. */

@@ -511,7 +511,7 @@ size_t strata_ctx_describe(const struct strata_ctx *c, char *buf, size_t n)
 	k = snprintf(buf, n, "backends: %s holds %s, %s of weights", c->cpu->info.name, what,
 		     human(st->host_weight_bytes, a, sizeof(a)));
 	if (st->host_copied_bytes && k >= 0 && (size_t)k < n)
-		k += snprintf(buf + k, n - (size_t)k, " (%s copied at load, %s of Q8_0 interleaved)",
+		k += snprintf(buf + k, n - (size_t)k, " (%s copied at load, %s of them interleaved)",
 			      human(st->host_copied_bytes, b, sizeof(b)),
 			      human(st->host_repacked_bytes, d, sizeof(d)));
 	if (c->dev && st->dev_layers && k >= 0 && (size_t)k < n) {

@@ -2,7 +2,7 @@
  * place.c - which backend holds each weight, decided once per context.
  *
  * Without a device, the CPU's products are copied into huge pages at load
- * (place_repack: Q8_0 interleaved, when RAM allows and opts->no_repack is
+ * (place_repack: Q8_0 and Q4_K interleaved, when RAM allows and opts->no_repack is
  * 0), everything else is a view of the model's mapping, computed by the CPU
  * backend in place.  With a device, in this order while
  * the budget lasts: its workspace; then layer by layer (the first layers
@@ -543,7 +543,7 @@ none:
 	return 0;
 }
 
-/* ---- the CPU's weights in huge pages, Q8_0 interleaved (CPU only) ------------------ */
+/* ---- the CPU's weights in huge pages, Q8_0 and Q4_K interleaved (CPU only) ---------- */
 
 #define RP_MAX 4096     /* tensors one context copies at most (else: the rest stay) */
 #define RP_ROWS 2048    /* rows per grab of the counter (a multiple of 16) */
@@ -599,7 +599,7 @@ static void rp_task(void *arg, int ith, int nth)
 		m = &j->m[i];
 		r0 = (u - j->first[i]) * RP_ROWS;
 		r1 = r0 + RP_ROWS < m->rows ? r0 + RP_ROWS : m->rows;
-		if (m->type == STRATA_TYPE_Q8_0)
+		if (strata_layout_r16(m->type) != STRATA_LAYOUT_ROWS)
 			strata_mat_repack(m, r0 / 16, r1 / 16, j->arena + j->off[i]);
 		else
 			memcpy(j->arena + j->off[i] + (size_t)r0 * m->row_bytes,
@@ -616,9 +616,10 @@ static void rp_add(struct strata_ctx *c, struct rp_job *j, struct strata_tensor 
 {
 	struct strata_mat *m = &j->m[j->n];
 
-	/* the arena's flag says its Q8_0 is interleaved: the rest stays mapped */
+	/* the arena's flag says its Q8_0 and Q4_K are interleaved: those that
+	 * cannot be stay mapped */
 	if (j->n == RP_MAX || !rp_mat(c, t, m) ||
-	    (m->type == STRATA_TYPE_Q8_0 && !strata_mat_repackable(m)))
+	    (strata_layout_r16(m->type) != STRATA_LAYOUT_ROWS && !strata_mat_repackable(m)))
 		return;
 	j->t[j->n] = t;
 	j->off[j->n] = *bytes;
@@ -651,9 +652,9 @@ static void rp_collect(struct strata_ctx *c, const struct strata_ctx_opts *o, st
 
 /*
  * Without a device, the CPU's products are copied at load into anonymous
- * memory in huge pages when RAM allows, Q8_0 interleaved sixteen rows at a
+ * memory in huge pages when RAM allows, Q8_0 and Q4_K interleaved sixteen rows at a
  * time on the way (kernels.h: strata_mat_repack): decode streams them with
- * few TLB misses (a file mapping has 4 KiB pages), Q8_0 as one sequential
+ * few TLB misses (a file mapping has 4 KiB pages), those as one sequential
  * stream per thread.  The same bytes and results.  The mapping's pages
  * behind them are dropped (the page cache keeps them while it can).
  */
@@ -692,7 +693,7 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 	else
 		rp_task(j, 0, 1);
 	c->rp_buf = (struct strata_buf){ .base = j->arena, .size = bytes,
-					 .flags = STRATA_BUF_HOST | STRATA_BUF_Q8_0_R16 };
+					 .flags = STRATA_BUF_HOST | STRATA_BUF_R16 };
 	c->st.host_repacked_bytes = 0;
 	for (int i = 0; i < j->n; i++) {
 		struct strata_tensor *t = j->t[i];
@@ -701,13 +702,13 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 		rp_drop(j->m[i].data, (size_t)j->m[i].rows * j->m[i].row_bytes);
 		t->buf = &c->rp_buf;
 		t->offset = j->off[i];
-		if (j->m[i].type == STRATA_TYPE_Q8_0)
+		if (strata_layout_r16(j->m[i].type) != STRATA_LAYOUT_ROWS)
 			c->st.host_repacked_bytes += j->m[i].rows * j->m[i].row_bytes;
 	}
 	c->st.host_copied_bytes = bytes;
 	c->st.host_copy_s = (double)(strata_now_ns() - t0) / 1e9;
 	/* the run summary's placement line reports it (strata_ctx_describe) */
-	strata_debug("copied %d weight tensors (%.0f MiB, %.0f MiB of them Q8_0 interleaved) for "
+	strata_debug("copied %d weight tensors (%.0f MiB, %.0f MiB of them interleaved) for "
 		     "the CPU in %.2f s", j->n, bytes / 1048576.0,
 		     c->st.host_repacked_bytes / 1048576.0, c->st.host_copy_s);
 	free(j);
