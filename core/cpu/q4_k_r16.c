@@ -25,17 +25,19 @@ void strata_q4_k_r16_pack(const uint8_t *const w[STRATA_Q4K_R16_ROWS], int64_t n
 {
 	for (int64_t b = 0; b < nb; b++) {
 		uint8_t *o = dst + b * STRATA_Q4K_R16_SB;
+		const uint8_t *blk[STRATA_Q4K_R16_ROWS];
 
 		for (int j = 0; j < STRATA_Q4K_R16_ROWS; j++) {
-			const uint8_t *blk = w[j] + b * Q4K_BYTES;
-
-			memcpy(o + 2 * j, blk, 2);
-			memcpy(o + 32 + 2 * j, blk + 2, 2);
+			blk[j] = w[j] + b * Q4K_BYTES;
+			memcpy(o + 2 * j, blk[j], 2);
+			memcpy(o + 32 + 2 * j, blk[j] + 2, 2);
 			for (int k = 0; k < 12; k++)
-				o[STRATA_Q4K_R16_SC + 16 * k + j] = blk[4 + k];
-			for (int i = 0; i < 128; i++)
-				o[qs_off(j, i)] = blk[16 + i];
+				o[STRATA_Q4K_R16_SC + 16 * k + j] = blk[j][4 + k];
 		}
+		/* in the order of the output, 4-byte runs: a load pass over GBs */
+		for (int i = 0; i < 128; i += 4)
+			for (int j = 0; j < STRATA_Q4K_R16_ROWS; j++)
+				memcpy(o + qs_off(j, i), blk[j] + 16 + i, 4);
 	}
 }
 

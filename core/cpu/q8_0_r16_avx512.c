@@ -35,6 +35,7 @@
 #define GR 16      /* rows per interleaved group */
 #define CH 64      /* blocks repacked at a time */
 #define TT 8       /* tokens per tile */
+#define PF_DIST 4352 /* prefetch distance of a first pass, bytes (4 block pairs) */
 
 static _Thread_local _Alignas(64) uint8_t g_buf[CH / 2 * STRATA_R16_PAIR_BYTES];
 
@@ -93,6 +94,14 @@ AI void tile(int NT, const struct strata_mm_args *a, int64_t t0, int64_t b0, int
 	}
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *qb = src + strata_r16_q_off(b);
+
+		/* the first tile over these blocks reads them from memory */
+		if (t0 == 0) {
+			if (!(b & 1))
+				_mm_prefetch((const char *)src + strata_r16_d_off(b) + PF_DIST, _MM_HINT_T0);
+			UNROLL for (int c = 0; c < 8; c++)
+				_mm_prefetch((const char *)qb + 64 * c + PF_DIST, _MM_HINT_T0);
+		}
 		const __m512 dw = _mm512_cvtph_ps(
 			_mm256_load_si256((const __m256i *)(src + strata_r16_d_off(b))));
 		__m512i si[TT];

@@ -37,6 +37,7 @@
 #define GR 8       /* rows per interleaved group */
 #define CH 64      /* blocks repacked at a time */
 #define TT 4       /* tokens per tile */
+#define PF_DIST 4352 /* one token's prefetch distance over repacked groups, bytes */
 #define UNROLL _Pragma("GCC unroll 8")
 
 struct r8_buf {
@@ -235,6 +236,11 @@ static void gemv16(const struct strata_mm_args *a, int64_t r, const uint8_t *src
 	for (int64_t b = 0; b < nbk; b++) {
 		const uint8_t *qb = src + strata_r16_q_off(b);
 		__m256i si[2] = { _mm256_setzero_si256(), _mm256_setzero_si256() };
+
+		if (!(b & 1))
+			_mm_prefetch((const char *)src + strata_r16_d_off(b) + PF_DIST, _MM_HINT_T0);
+		UNROLL for (int c = 0; c < GR; c++)
+			_mm_prefetch((const char *)qb + 64 * c + PF_DIST, _MM_HINT_T0);
 
 		UNROLL for (int c = 0; c < GR; c++) {
 			int32_t v;
