@@ -1,14 +1,14 @@
 /*
- * check_repack.c - Q8_0 and Q4_K weights repacked at load (kernels.h:
- * strata_mat_repack, core/cpu/q8_0_r16.*, q4_k_r16.*): at each SIMD level
+ * check_repack.c - Q8_0, Q4_K and Q6_K weights repacked at load (kernels.h:
+ * strata_mat_repack, core/cpu/q8_0_r16.*, q4_k_r16.*, q6_k_r16.*): at each SIMD level
  * (check_repack, .avx2, .avx512) every Q8_0 product over the repacked bytes
  * is bit-equal to the same product over the GGUF rows, for one token,
  * batches, several chunks of blocks, a pool and the gathered rows of
- * strata_matmul_many; every Q4_K product is bit-equal to the AVX2 level's
+ * strata_matmul_many; every Q4_K and Q6_K product is bit-equal to the AVX2 level's
  * over the GGUF rows (the order q4_k_r16.h documents for every level) and
  * close to the exact dot product; rows read back the same; a model's
  * context interleaves its weights at load and computes the same logits as
- * without (Q4_K at AVX-512: to the last bits); and what cannot be repacked
+ * without (the K-quants at AVX-512: to the last bits); and what cannot be repacked
  * says so.
  */
 #include <check.h>
@@ -68,6 +68,28 @@ static uint8_t *make_q4_k(int64_t rows, int64_t cols)
 				blk[i] = (uint8_t)rnd();
 		}
 	return w;
+}
+
+/* Q6_K rows: every value and scale pattern, d over decades. */
+static uint8_t *make_q6_k(int64_t rows, int64_t cols)
+{
+	const size_t rb = strata_type_row_bytes(STRATA_TYPE_Q6_K, cols);
+	uint8_t *w = aligned_alloc(64, (rb * (size_t)rows + 63) & ~(size_t)63);
+
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t b = 0; b < cols / 256; b++) {
+			uint8_t *blk = w + (size_t)r * rb + (size_t)b * 210;
+
+			for (int i = 0; i < 208; i++)
+				blk[i] = (uint8_t)rnd();
+			strata_store_fp16(blk + 208, ldexpf(frnd(), -(int)(rnd() % 12)));
+		}
+	return w;
+}
+
+static uint8_t *make_k(uint32_t type, int64_t rows, int64_t cols)
+{
+	return type == STRATA_TYPE_Q4_K ? make_q4_k(rows, cols) : make_q6_k(rows, cols);
 }
 
 static float *make_x(int64_t cols, int64_t n)
@@ -152,15 +174,16 @@ static double exact_dot(const struct strata_mat *m, const float *x, int64_t r, i
 }
 
 /*
- * Q4_K repacked: at every level and batch the bits of the AVX2 level's
- * product over GGUF rows (where this CPU has AVX2), and within the
+ * Q4_K and Q6_K repacked: at every level and batch the bits of the AVX2
+ * level's product over GGUF rows (where this CPU has AVX2), and within the
  * activations' quantisation error of the exact dot product.
  */
-START_TEST(q4_k_products)
+START_TEST(k_products)
 {
 	static const int64_t shape[][2] = { { 16, 256 }, { 48, 1024 }, { 32, 256 * 9 } };
 	static const int64_t ntok[] = { 1, 2, 3, 4, 5, 8, 9, 17, 33 };
 	const int have_avx2 = strata_simd_detect() >= STRATA_SIMD_AVX2;
+	const uint32_t type = _i ? STRATA_TYPE_Q6_K : STRATA_TYPE_Q4_K;
 	struct strata_pool *pool;
 
 	if ((g_lv = tu_simd_level()) < 0)
@@ -168,14 +191,14 @@ START_TEST(q4_k_products)
 	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
 	for (size_t s = 0; s < sizeof(shape) / sizeof(shape[0]); s++) {
 		const int64_t rows = shape[s][0], cols = shape[s][1];
-		uint8_t *w = make_q4_k(rows, cols);
+		uint8_t *w = make_k(type, rows, cols);
 		float *x = make_x(cols, 33);
 		float *y0 = malloc(sizeof(float) * (size_t)(rows * 33));
 		float *y1 = malloc(sizeof(float) * (size_t)(rows * 33));
 		struct strata_mat m, r;
 		void *rp;
 
-		ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q4_K, rows, cols, w), 0);
+		ck_assert_int_eq(strata_mat_init(&m, type, rows, cols, w), 0);
 		repack(&m, &r, &rp);
 		for (size_t i = 0; i < sizeof(ntok) / sizeof(ntok[0]); i++)
 			for (int p = 0; p < 2; p++) {
@@ -188,9 +211,10 @@ START_TEST(q4_k_products)
 				strata_matmul(pl, &r, x, cols, nt, y1, rows);
 				EXPECT(!have_avx2 ||
 					       memcmp(y0, y1, sizeof(float) * (size_t)(rows * nt)) == 0,
-				       "%s: Q4_K %lld x %lld, %lld tokens%s: repacked differs from "
+				       "%s: %s %lld x %lld, %lld tokens%s: repacked differs from "
 				       "the AVX2 level's GGUF-row product",
-				       strata_simd_name(g_lv), (long long)rows, (long long)cols,
+				       strata_simd_name(g_lv), strata_type_name(type),
+				       (long long)rows, (long long)cols,
 				       (long long)nt, p ? ", pool" : "");
 				for (int64_t t = 0; t < nt; t += 7)
 					for (int64_t j = 0; j < rows; j += 5) {
@@ -198,8 +222,9 @@ START_TEST(q4_k_products)
 						const double e = exact_dot(&m, x, j, t, &err);
 
 						EXPECT(fabs(y1[t * rows + j] - e) <= err,
-						       "%s: Q4_K row %lld token %lld: %g, exact %g (+-%g)",
-						       strata_simd_name(g_lv), (long long)j, (long long)t,
+						       "%s: %s row %lld token %lld: %g, exact %g (+-%g)",
+						       strata_simd_name(g_lv), strata_type_name(type),
+						       (long long)j, (long long)t,
 						       y1[t * rows + j], e, err);
 					}
 			}
@@ -229,15 +254,15 @@ START_TEST(many_gathered_bit_equal)
 	x = make_x(cols, n_x);
 	y0 = calloc((size_t)(rows * 8), sizeof(float));
 	y1 = calloc((size_t)(rows * 8), sizeof(float));
-	for (int q = 0; q < 2; q++) {
-		const uint32_t type = q ? STRATA_TYPE_Q4_K : STRATA_TYPE_Q8_0;
-		/* Q4_K's reference: the AVX2 level over GGUF rows (q4_k_products) */
+	for (int q = 0; q < 3; q++) {
+		const uint32_t type = q == 2 ? STRATA_TYPE_Q6_K : q ? STRATA_TYPE_Q4_K : STRATA_TYPE_Q8_0;
+		/* the K-quants' reference: the AVX2 level over GGUF rows (k_products) */
 		const int ref = q && strata_simd_detect() >= STRATA_SIMD_AVX2 ? STRATA_SIMD_AVX2 : g_lv;
 
 		if (q && ref != STRATA_SIMD_AVX2)
 			break;
 		for (int e = 0; e < 2; e++) {
-			w[e] = q ? make_q4_k(rows, cols) : make_q8_0(rows, cols);
+			w[e] = q ? make_k(type, rows, cols) : make_q8_0(rows, cols);
 			ck_assert_int_eq(strata_mat_init(&m[e], type, rows, cols, w[e]), 0);
 			repack(&m[e], &r[e], &rp[e]);
 		}
@@ -282,10 +307,10 @@ static void run_model(struct strata_model *m, struct strata_pool *pool, int no_r
 }
 
 /*
- * A context copies its weights at load, Q8_0 and Q4_K interleaved (at a
- * level with an interleaved kernel; at the scalar level they stay in the
- * mapping), and every logit stays the same bits: at AVX-512 the Q4_K
- * model's to the last bits (its GGUF-row kernel for under 20 tokens sums
+ * A context copies its weights at load, Q8_0, Q4_K and Q6_K interleaved
+ * (at a level with an interleaved kernel; at the scalar level they stay in
+ * the mapping), and every logit stays the same bits: at AVX-512 the Q4_K_M
+ * model's to the last bits (its GGUF-row kernels for under 20 tokens sum
  * in another order).
  */
 START_TEST(model_logits_bit_equal)
@@ -347,9 +372,9 @@ START_TEST(rows_read_back)
 	const int64_t rows = 32, cols = 768;
 	float a[768], b[768];
 
-	for (int q = 0; q < 2; q++) {
-		const uint32_t type = q ? STRATA_TYPE_Q4_K : STRATA_TYPE_Q8_0;
-		uint8_t *w = q ? make_q4_k(rows, cols) : make_q8_0(rows, cols);
+	for (int q = 0; q < 3; q++) {
+		const uint32_t type = q == 2 ? STRATA_TYPE_Q6_K : q ? STRATA_TYPE_Q4_K : STRATA_TYPE_Q8_0;
+		uint8_t *w = q ? make_k(type, rows, cols) : make_q8_0(rows, cols);
 		struct strata_mat m, r;
 		void *rp;
 
@@ -366,12 +391,12 @@ START_TEST(rows_read_back)
 }
 END_TEST
 
-/* Only Q8_0 and Q4_K in rows, 16-row groups and (Q8_0) 64-column pairs of
- * blocks, at a level with an interleaved kernel. */
+/* Only Q8_0, Q4_K and Q6_K in rows, 16-row groups and (Q8_0) 64-column
+ * pairs of blocks, at a level with an interleaved kernel. */
 START_TEST(repackable_rules)
 {
 	static float f[64 * 16];
-	static uint8_t q[144 * 17];
+	static uint8_t q[210 * 17];
 	struct strata_mat m;
 	const enum strata_simd best = strata_simd_detect();
 
@@ -393,10 +418,13 @@ START_TEST(repackable_rules)
 	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q4_K, 17, 256, q), 0);
 	ck_assert_int_eq(strata_mat_repackable(&m), 0);
 	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q6_K, 16, 256, q), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), best != STRATA_SIMD_SCALAR);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q5_K, 16, 256, q), 0);
 	ck_assert_int_eq(strata_mat_repackable(&m), 0);
 	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q4_K), STRATA_LAYOUT_Q4_K_R16);
 	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q8_0), STRATA_LAYOUT_Q8_0_R16);
-	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q6_K), STRATA_LAYOUT_ROWS);
+	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q6_K), STRATA_LAYOUT_Q6_K_R16);
+	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q5_K), STRATA_LAYOUT_ROWS);
 }
 END_TEST
 
@@ -408,7 +436,7 @@ int main(void)
 	tcase_set_tags(simd, "simd");
 	tcase_set_timeout(simd, 300);
 	tcase_add_test(simd, products_bit_equal);
-	tcase_add_test(simd, q4_k_products);
+	tcase_add_loop_test(simd, k_products, 0, 2);
 	tcase_add_test(simd, many_gathered_bit_equal);
 	tcase_add_test(simd, model_logits_bit_equal);
 	suite_add_tcase(s, simd);

@@ -16,7 +16,8 @@
  * (default 5) over all copies is reported.
  *
  * TYPES default to the types of the shipped packs and the bench models:
- * Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16
+ * Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,Q6_K_R16,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,
+ * IQ1_M,BF16
  * (the _R16 ones: interleaved sixteen rows at a time, as a model's CPU
  * weights are at load, kernels.h: strata_mat_repack); TOKENS to 1,8,64; LEVELS to the
  * vector levels this CPU has (scalar only without any).
@@ -52,7 +53,7 @@ static void usage(FILE *f, const char *argv0)
 		"          [-R ROWS] [-K COLS] [-M MIB] [-o CSV]\n"
 		"  -t  threads (default: online CPUs)\n"
 		"  -T  weight types, comma-separated (default Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,\n"
-		"      IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16); none: the read loop alone\n"
+		"      Q6_K_R16,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16); none: the read loop alone\n"
 		"  -n  token counts, comma-separated (default 1,8,64)\n"
 		"  -l  SIMD levels, comma-separated: scalar,avx2,avx512 (default: the vector\n"
 		"      levels this CPU has, scalar only without any)\n"
@@ -97,9 +98,10 @@ static int parse_list(const char *s, struct list *l, long (*fn)(const char *))
 	return l->n ? 0 : -EINVAL;
 }
 
-/* Q8_0 and Q4_K interleaved at load, in -T: not GGUF types. */
+/* Q8_0, Q4_K and Q6_K interleaved at load, in -T: not GGUF types. */
 #define T_Q8_0_R16 1000
 #define T_Q4_K_R16 1001
+#define T_Q6_K_R16 1002
 
 static long type_of(const char *s)
 {
@@ -109,6 +111,8 @@ static long type_of(const char *s)
 		return T_Q8_0_R16;
 	if (!strcasecmp(s, "Q4_K_R16"))
 		return T_Q4_K_R16;
+	if (!strcasecmp(s, "Q6_K_R16"))
+		return T_Q6_K_R16;
 	return t >= 0 && strata_type_supported((uint32_t)t) ? t : -1;
 }
 
@@ -241,16 +245,20 @@ struct bench {
 static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 		      const struct list *tokens)
 {
-	const int r16 = type == T_Q8_0_R16 || type == T_Q4_K_R16;
-	const char *name = type == T_Q8_0_R16 ? "Q8_0_R16" : type == T_Q4_K_R16 ? "Q4_K_R16"
-					      : strata_type_name(type);
+	const int r16 = type == T_Q8_0_R16 || type == T_Q4_K_R16 || type == T_Q6_K_R16;
+	const char *name = type == T_Q8_0_R16	? "Q8_0_R16"
+			   : type == T_Q4_K_R16 ? "Q4_K_R16"
+			   : type == T_Q6_K_R16 ? "Q6_K_R16"
+						: strata_type_name(type);
 	size_t rb, wb, ncopy;
 	uint8_t *w;
 	float *src;
 	struct strata_mat *m;
 
 	if (r16)
-		type = type == T_Q8_0_R16 ? STRATA_TYPE_Q8_0 : STRATA_TYPE_Q4_K;
+		type = type == T_Q8_0_R16   ? STRATA_TYPE_Q8_0
+		       : type == T_Q4_K_R16 ? STRATA_TYPE_Q4_K
+					    : STRATA_TYPE_Q6_K;
 	rb = strata_type_row_bytes(type, b->cols);
 	wb = rb * (size_t)b->rows;
 	ncopy = b->copies_bytes / wb + 1 + r16; /* r16: a spare one to repack from */
@@ -361,7 +369,7 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 
 	b.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	parse_list("Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types,
+	parse_list("Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,Q6_K_R16,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types,
 		   type_of);
 	parse_list("1,8,64", &tokens, tokens_of);
 	/* The vector levels this CPU has; the scalar reference only without

@@ -23,6 +23,7 @@
 
 #include "kernels_impl.h"
 #include "q4_k_r16.h"
+#include "q6_k_r16.h"
 #include "q8_0_r16.h"
 #include "util/log.h"
 
@@ -177,6 +178,8 @@ static strata_mm_fn mm_for(const struct strata_kern_level *lv, const struct stra
 		return lv->q8_0_r16_mm;
 	case STRATA_LAYOUT_Q4_K_R16:
 		return lv->q4_k_r16_mm;
+	case STRATA_LAYOUT_Q6_K_R16:
+		return lv->q6_k_r16_mm;
 	default:
 		return lv->type[W->type].mm;
 	}
@@ -186,9 +189,16 @@ static strata_mm_fn mm_for(const struct strata_kern_level *lv, const struct stra
 
 uint32_t strata_layout_r16(uint32_t type)
 {
-	return type == STRATA_TYPE_Q8_0 ? STRATA_LAYOUT_Q8_0_R16
-	       : type == STRATA_TYPE_Q4_K ? STRATA_LAYOUT_Q4_K_R16
-					  : STRATA_LAYOUT_ROWS;
+	switch (type) {
+	case STRATA_TYPE_Q8_0:
+		return STRATA_LAYOUT_Q8_0_R16;
+	case STRATA_TYPE_Q4_K:
+		return STRATA_LAYOUT_Q4_K_R16;
+	case STRATA_TYPE_Q6_K:
+		return STRATA_LAYOUT_Q6_K_R16;
+	default:
+		return STRATA_LAYOUT_ROWS;
+	}
 }
 
 int strata_mat_repackable(const struct strata_mat *m)
@@ -211,8 +221,10 @@ void strata_mat_repack(const struct strata_mat *m, int64_t g0, int64_t g1, void 
 			w[j] = (const uint8_t *)m->data + (size_t)(g * 16 + j) * m->row_bytes;
 		if (m->type == STRATA_TYPE_Q8_0)
 			strata_q8_0_r16_pack_blocks(w, 0, (int)(m->cols / STRATA_QK8_0), o);
-		else
+		else if (m->type == STRATA_TYPE_Q4_K)
 			strata_q4_k_r16_pack(w, m->cols / STRATA_QK_K, o);
+		else
+			strata_q6_k_r16_pack(w, m->cols / STRATA_QK_K, o);
 	}
 }
 
@@ -297,6 +309,10 @@ void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst)
 	}
 	if (m->layout == STRATA_LAYOUT_Q4_K_R16) {
 		strata_q4_k_r16_get_row(m, r, dst);
+		return;
+	}
+	if (m->layout == STRATA_LAYOUT_Q6_K_R16) {
+		strata_q6_k_r16_get_row(m, r, dst);
 		return;
 	}
 	strata_dequant(m->type, (const uint8_t *)m->data + (size_t)r * m->row_bytes,

@@ -19,6 +19,7 @@
 
 #include "kernels_impl.h"
 #include "q4_k_r16.h"
+#include "q6_k_r16.h"
 #include "q8_0_r16.h"
 #include "quants.h"
 #include "quants_iq.h"
@@ -474,6 +475,7 @@ const struct strata_kern_level strata_kern_avx512 = {
 	.name = "avx512",
 	.q8_0_r16_mm = strata_q8_0_r16_mm_avx512,
 	.q4_k_r16_mm = strata_q4_k_r16_mm_avx512,
+	.q6_k_r16_mm = strata_q6_k_r16_mm_avx512,
 	.act = {
 		[STRATA_ACT_Q8_0] = { q8_row_bytes, q8_quantize, q8_peek },
 		[STRATA_ACT_Q8_K] = { strata_q8k_row_bytes,

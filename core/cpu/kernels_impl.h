@@ -89,8 +89,9 @@ struct strata_kern_level {
 	struct strata_type_ops type[STRATA_TYPE_COUNT];
 	/* Q8_0 weights in STRATA_LAYOUT_Q8_0_R16, with type[Q8_0]'s activations */
 	strata_mm_fn q8_0_r16_mm;
-	/* Q4_K weights in STRATA_LAYOUT_Q4_K_R16, Q8_K activations */
+	/* Q4_K and Q6_K weights in their R16 layouts, Q8_K activations */
 	strata_mm_fn q4_k_r16_mm;
+	strata_mm_fn q6_k_r16_mm;
 	float (*dot_f32)(const float *a, const float *b, int64_t n);
 	void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
 	void (*axpby_f32)(float *y, float a, const float *x, float b, int64_t n);

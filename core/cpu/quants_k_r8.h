@@ -22,6 +22,12 @@
 
 void strata_q4_k_r8_avx2(const struct strata_mm_args *a);
 void strata_q6_k_r8_avx2(const struct strata_mm_args *a);
+/* The Q6_K kernel over weights that fill() unpacks: super-block b of rows
+ * [r, r + nr) (nr <= 8) into o (struct k8_blk, quants_k_r8_repack.h). */
+struct k8_blk;
+typedef void (*strata_k8_fill_fn)(const struct strata_mm_args *a, int64_t r, int nr, int64_t b,
+				  struct k8_blk *o);
+void strata_q6_k_r8_avx2_fill(const struct strata_mm_args *a, strata_k8_fill_fn fill);
 /* The AVX-512 level's, sixteen rows at a time (quants_k_r16_avx512.c). */
 void strata_q4_k_r16_avx512(const struct strata_mm_args *a);
 void strata_q6_k_r16_avx512(const struct strata_mm_args *a);

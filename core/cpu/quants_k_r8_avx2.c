@@ -155,24 +155,41 @@ DEF_TILE(q6k, 1, 3)
 DEF_TILE(q6k, 1, 4)
 
 typedef void (*tile_fn)(const struct strata_mm_args *, int64_t, int64_t, int, __m256[TT]);
-typedef void (*repack_fn)(const uint8_t *const w[GR], int64_t b, struct k8_blk *o);
 
-static void run(const struct strata_mm_args *a, repack_fn repack, tile_fn const tiles[TT])
+/* Super-block b of GGUF rows [r, r + nr) into o: a short last group repeats
+ * its first row; those lanes are dropped. */
+static void fill_q4k(const struct strata_mm_args *a, int64_t r, int nr, int64_t b,
+		     struct k8_blk *o)
+{
+	const uint8_t *w[GR];
+
+	for (int j = 0; j < GR; j++)
+		w[j] = a->w + (r + (j < nr ? j : 0)) * a->w_stride;
+	repack_q4k(w, b, o);
+}
+
+static void fill_q6k(const struct strata_mm_args *a, int64_t r, int nr, int64_t b,
+		     struct k8_blk *o)
+{
+	const uint8_t *w[GR];
+
+	for (int j = 0; j < GR; j++)
+		w[j] = a->w + (r + (j < nr ? j : 0)) * a->w_stride;
+	repack_q6k(w, b, o);
+}
+
+static void run(const struct strata_mm_args *a, strata_k8_fill_fn fill, tile_fn const tiles[TT])
 {
 	const int64_t nbk = a->k / QK;
 
 	for (int64_t r = 0; r < a->nr; r += GR) {
 		const int nr = a->nr - r < GR ? (int)(a->nr - r) : GR;
-		const uint8_t *w[GR];
 
-		/* A short last group repeats its first row; those lanes are dropped. */
-		for (int j = 0; j < GR; j++)
-			w[j] = a->w + (r + (j < nr ? j : 0)) * a->w_stride;
 		for (int64_t b0 = 0; b0 < nbk; b0 += CH) {
 			const int nb = nbk - b0 < CH ? (int)(nbk - b0) : CH;
 
 			for (int bi = 0; bi < nb; bi++)
-				repack(w, b0 + bi, &g_buf[bi]);
+				fill(a, r, nr, b0 + bi, &g_buf[bi]);
 			for (int64_t t = 0; t < a->nt; t += TT) {
 				const int nt = a->nt - t < TT ? (int)(a->nt - t) : TT;
 				__m256 acc[TT];
@@ -191,14 +208,19 @@ void strata_q4_k_r8_avx2(const struct strata_mm_args *a)
 {
 	static tile_fn const tiles[TT] = { q4k_1, q4k_2, q4k_3, q4k_4 };
 
-	run(a, repack_q4k, tiles);
+	run(a, fill_q4k, tiles);
 }
+
+static tile_fn const g_q6k_tiles[TT] = { q6k_1, q6k_2, q6k_3, q6k_4 };
 
 void strata_q6_k_r8_avx2(const struct strata_mm_args *a)
 {
-	static tile_fn const tiles[TT] = { q6k_1, q6k_2, q6k_3, q6k_4 };
+	run(a, fill_q6k, g_q6k_tiles);
+}
 
-	run(a, repack_q6k, tiles);
+void strata_q6_k_r8_avx2_fill(const struct strata_mm_args *a, strata_k8_fill_fn fill)
+{
+	run(a, fill, g_q6k_tiles);
 }
 
 #endif

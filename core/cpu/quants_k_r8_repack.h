@@ -81,7 +81,7 @@ AI void load_dd(const uint8_t *const w[GR], size_t off, float out[GR])
 }
 
 /* Super-block b of the group's Q4_K rows into o. */
-static void repack_q4k(const uint8_t *const w[GR], int64_t b, struct k8_blk *o)
+static inline void repack_q4k(const uint8_t *const w[GR], int64_t b, struct k8_blk *o)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	const uint8_t *p[GR];
@@ -113,7 +113,7 @@ static void repack_q4k(const uint8_t *const w[GR], int64_t b, struct k8_blk *o)
 }
 
 /* Super-block b of the group's Q6_K rows into o. */
-static void repack_q6k(const uint8_t *const w[GR], int64_t b, struct k8_blk *o)
+static inline void repack_q6k(const uint8_t *const w[GR], int64_t b, struct k8_blk *o)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
 	const uint8_t *p[GR];

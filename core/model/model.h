@@ -281,7 +281,7 @@ struct strata_placement_stats {
 	uint64_t dev_work_bytes;       /* its workspace */
 	uint64_t host_weight_bytes;    /* weights computed on the CPU */
 	uint64_t host_copied_bytes;    /* of them copied into huge pages at load (no_repack) */
-	uint64_t host_repacked_bytes;  /* of those Q8_0 and Q4_K, interleaved on the way */
+	uint64_t host_repacked_bytes;  /* of those Q8_0, Q4_K, Q6_K, interleaved on the way */
 	double host_copy_s;            /* the seconds that took */
 	uint64_t dev_need_bytes;       /* the least a device must hold: workspace, layer 0 */
 };
