@@ -309,4 +309,63 @@ IQ_AI float iq_dot_row(enum iq_kind kind, const uint8_t *w, const uint8_t *x,
 	return _mm_cvtss_f32(r);
 }
 
+/*
+ * IQ2_XS, one row against one token: iq_dot_row's sums, with the grid
+ * indices and sign bytes of sixteen entries made at once in vectors (the
+ * eighth sign bit is the parity of the seven stored ones: a 16-entry
+ * shuffle of the XOR of their two halves) instead of four table lookups
+ * and shifts per 32 weights in scalar code.
+ */
+IQ_AI float iq2xs_dot_row(const uint8_t *w, const uint8_t *x, int64_t k)
+{
+	const int8_t *xq = STRATA_Q8K_QS(x);
+	const float *xd = STRATA_Q8K_D(x, k);
+	const __m128i pick = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
+					   1, 1, 1, 1);
+	const __m256i m511 = _mm256_set1_epi16(511);
+	const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128,
+					     0, -128, -128, 0, 0, -128, -128, 0, -128, 0, 0, -128,
+					     -128, 0, 0, -128, 0, -128, -128, 0);
+	__m256 acc = _mm256_setzero_ps();
+	__m128 r;
+
+	for (int64_t b = 0; b < k / STRATA_QK_K; b++, w += STRATA_IQ2_XS_BYTES, xq += STRATA_QK_K) {
+		const __m128i S = iq_nibble_scales(w + 66);
+		__m256i s = _mm256_setzero_si256();
+
+		for (int half = 0; half < 2; half++) {
+			const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 2 + 32 * half));
+			const __m256i s7 = _mm256_srli_epi16(v, 9);
+			const __m256i sg = _mm256_or_si256(s7, _mm256_shuffle_epi8(
+				par, _mm256_xor_si256(s7, _mm256_srli_epi16(v, 13))));
+			uint16_t idx[16];
+			uint32_t m[4];
+
+			_mm256_storeu_si256((__m256i *)idx, _mm256_and_si256(v, m511));
+			_mm_storeu_si128((__m128i *)m, _mm_packus_epi16(_mm256_castsi256_si128(sg),
+									_mm256_extracti128_si256(sg, 1)));
+			for (int j = 0; j < 4; j++) {
+				const int h = 4 * half + j;
+				const __m256i g = _mm256_setr_epi64x(
+					(long long)strata_iq2xs_grid[idx[4 * j]],
+					(long long)strata_iq2xs_grid[idx[4 * j + 1]],
+					(long long)strata_iq2xs_grid[idx[4 * j + 2]],
+					(long long)strata_iq2xs_grid[idx[4 * j + 3]]);
+				const __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
+				const __m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+					S, _mm_add_epi8(pick, _mm_set1_epi8((char)(2 * h)))));
+
+				s = _mm256_add_epi32(s, _mm256_madd_epi16(
+					_mm256_maddubs_epi16(g, iq_signs(xv, m[j])), sc));
+			}
+		}
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+				      _mm256_set1_ps(iq_dscale(IQ_2XS, w) * xd[b]), acc);
+	}
+	r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+	r = _mm_add_ss(r, _mm_movehdup_ps(r));
+	return _mm_cvtss_f32(r);
+}
+
 #endif
