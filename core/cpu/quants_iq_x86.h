@@ -368,4 +368,58 @@ IQ_AI float iq2xs_dot_row(const uint8_t *w, const uint8_t *x, int64_t k)
 	return _mm_cvtss_f32(r);
 }
 
+/*
+ * IQ3_XXS, one row against one token: iq_dot_row's sums, with the block's
+ * 32 sign bytes made at once in vectors (each 7-bit field of the eight
+ * sign words, its parity as the eighth bit) instead of 32 table lookups.
+ */
+IQ_AI float iq3xxs_dot_row(const uint8_t *w, const uint8_t *x, int64_t k)
+{
+	const int8_t *xq = STRATA_Q8K_QS(x);
+	const float *xd = STRATA_Q8K_D(x, k);
+	const __m128i pick = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
+					   1, 1, 1, 1);
+	const __m256i m127 = _mm256_set1_epi32(127), m15 = _mm256_set1_epi32(15);
+	const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128,
+					     0, -128, -128, 0, 0, -128, -128, 0, -128, 0, 0, -128,
+					     -128, 0, 0, -128, 0, -128, -128, 0);
+	__m256 acc = _mm256_setzero_ps();
+	__m128 r;
+
+	for (int64_t b = 0; b < k / STRATA_QK_K; b++, w += STRATA_IQ3_XXS_BYTES, xq += STRATA_QK_K) {
+		const __m256i sw = _mm256_loadu_si256((const __m256i *)(w + 66));
+		const __m128i S = iq_scales(IQ_3XXS, w);
+		__m256i s = _mm256_setzero_si256(), m = _mm256_setzero_si256();
+		uint32_t mv[8];
+
+		/* sign word h: four 7-bit fields, field i the signs of grid entry
+		 * 4 h + i: byte i of m_h */
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+			const __m256i f = _mm256_and_si256(_mm256_srli_epi32(sw, 7 * i), m127);
+			const __m256i p = _mm256_shuffle_epi8(par, _mm256_and_si256(
+				_mm256_xor_si256(f, _mm256_srli_epi32(f, 4)), m15));
+
+			m = _mm256_or_si256(m, _mm256_slli_epi32(_mm256_or_si256(f, p), 8 * i));
+		}
+		_mm256_storeu_si256((__m256i *)mv, m);
+		for (int h = 0; h < 8; h++) {
+			const uint8_t *q = w + 2 + 8 * h;
+			const __m256i g = iq_grid32(strata_iq3xxs_grid, q[0], q[1], q[2], q[3], q[4],
+						    q[5], q[6], q[7]);
+			const __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
+			const __m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+				S, _mm_add_epi8(pick, _mm_set1_epi8((char)(2 * h)))));
+
+			s = _mm256_add_epi32(s, _mm256_madd_epi16(
+				_mm256_maddubs_epi16(g, iq_signs(xv, mv[h])), sc));
+		}
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+				      _mm256_set1_ps(iq_dscale(IQ_3XXS, w) * xd[b]), acc);
+	}
+	r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+	r = _mm_add_ss(r, _mm_movehdup_ps(r));
+	return _mm_cvtss_f32(r);
+}
+
 #endif
