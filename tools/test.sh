@@ -156,11 +156,13 @@ run_tsan() {
 # to tests/fuzz/regress-TARGET/, where ctest replays it in every build.
 run_fuzz() {
   local t rc=0 out
+  # set -e does not hold inside a function called from `||`: each step checks
+  # (a failed build had let the old targets run)
   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target fuzz
+    -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF >/dev/null || return 1
+  cmake --build build-fuzz -j"$jobs" --target fuzz || { echo "test.sh: the fuzz build (clang) failed" >&2; return 1; }
   rm -rf build-fuzz/seeds
-  build-fuzz/fuzz_seeds build-fuzz/seeds
+  build-fuzz/fuzz_seeds build-fuzz/seeds || return 1
   for t in gguf ini tokenizer json chat; do
     local dirs=("build-fuzz/corpus/$t")
     local d

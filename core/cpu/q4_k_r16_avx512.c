@@ -43,43 +43,45 @@ struct sb_sc {
 };
 
 /* 16 bytes (one per row) as int32. */
-AI __m512i bytes32(__m512i v, int lane)
+AI __m512i bytes32(const uint8_t *p)
 {
-	return _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(v, lane));
+	return _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)p));
 }
 
-/* Planes k and k + 1 (16 bytes each, lanes l, l + 1 of v) as int16 pairs
- * per row. */
-AI __m512i pairs16(__m512i v, int l)
+/* Planes at a and b (16 bytes each, one per row) as int16 pairs per row. */
+AI __m512i pairs16(const uint8_t *a, const uint8_t *b)
 {
-	const __m128i a = _mm512_extracti32x4_epi32(v, l), b = _mm512_extracti32x4_epi32(v, l + 1);
+	const __m128i x = _mm_load_si128((const __m128i *)a), y = _mm_load_si128((const __m128i *)b);
 
 	return _mm512_cvtepu8_epi16(_mm256_inserti128_si256(
-		_mm256_castsi128_si256(_mm_unpacklo_epi8(a, b)), _mm_unpackhi_epi8(a, b), 1));
+		_mm256_castsi128_si256(_mm_unpacklo_epi8(x, y)), _mm_unpackhi_epi8(x, y), 1));
 }
 
 AI void decode_sc(const uint8_t *sb, struct sb_sc *o)
 {
-	/* planes 0..3, 4..7, 8..11: GGUF's get_scale_min_k4 on sixteen rows */
+	/* planes 0..3, 4..7, 8..11: GGUF's get_scale_min_k4 on sixteen rows,
+	 * through memory (lane extracts need constant lanes under clang) */
 	const __m512i A = _mm512_load_si512(sb + STRATA_Q4K_R16_SC);
 	const __m512i B = _mm512_load_si512(sb + STRATA_Q4K_R16_SC + 64);
 	const __m512i C = _mm512_load_si512(sb + STRATA_Q4K_R16_SC + 128);
 	const __m512i m63 = _mm512_set1_epi8(63), m15 = _mm512_set1_epi8(15);
 	const __m512i m48 = _mm512_set1_epi8(48);
-	const __m512i sc_lo = _mm512_and_si512(A, m63), m_lo = _mm512_and_si512(B, m63);
-	const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(C, m15),
-					      _mm512_and_si512(_mm512_srli_epi16(A, 2), m48));
-	const __m512i m_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(C, 4), m15),
-					     _mm512_and_si512(_mm512_srli_epi16(B, 2), m48));
+	_Alignas(64) uint8_t sc[2][64], m[2][64];
 
+	_mm512_store_si512(sc[0], _mm512_and_si512(A, m63));
+	_mm512_store_si512(m[0], _mm512_and_si512(B, m63));
+	_mm512_store_si512(sc[1], _mm512_or_si512(_mm512_and_si512(C, m15),
+						  _mm512_and_si512(_mm512_srli_epi16(A, 2), m48)));
+	_mm512_store_si512(m[1], _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(C, 4), m15),
+						 _mm512_and_si512(_mm512_srli_epi16(B, 2), m48)));
 	UNROLL for (int j = 0; j < 4; j++) {
-		o->sc[j] = bytes32(sc_lo, j);
-		o->sc[j + 4] = bytes32(sc_hi, j);
+		o->sc[j] = bytes32(sc[0] + 16 * j);
+		o->sc[j + 4] = bytes32(sc[1] + 16 * j);
 	}
-	o->mn[0] = pairs16(m_lo, 0);
-	o->mn[1] = pairs16(m_lo, 2);
-	o->mn[2] = pairs16(m_hi, 0);
-	o->mn[3] = pairs16(m_hi, 2);
+	o->mn[0] = pairs16(m[0], m[0] + 16);
+	o->mn[1] = pairs16(m[0] + 32, m[0] + 48);
+	o->mn[2] = pairs16(m[1], m[1] + 16);
+	o->mn[3] = pairs16(m[1] + 32, m[1] + 48);
 	o->d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)sb));
 	o->dmin = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + 32)));
 }
@@ -149,14 +151,14 @@ AI void tile(int NT, const struct strata_mm_args *a, const uint8_t *g, int64_t t
 			const __m256i bs = _mm256_loadu_si256(
 				(const __m256i *)(STRATA_Q8K_BSUMS(x[u], k) + 16 * b));
 			/* the activations' 32-value sums, in pairs per dword */
-			const __m128i s32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
-							   _mm256_extracti128_si256(bs, 1));
+			int32_t s32[4];
 			const __m512 dx = _mm512_set1_ps(STRATA_Q8K_D(x[u], k)[b]);
 			__m512i im = _mm512_setzero_si512();
 
+			_mm_storeu_si128((__m128i *)s32, _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+									_mm256_extracti128_si256(bs, 1)));
 			UNROLL for (int p = 0; p < 4; p++)
-				im = _mm512_dpwssd_epi32(im, s.mn[p], _mm512_set1_epi32(
-					_mm_extract_epi32(s32, p)));
+				im = _mm512_dpwssd_epi32(im, s.mn[p], _mm512_set1_epi32(s32[p]));
 			y[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), _mm512_mul_ps(s.d, dx), y[u]);
 			y[u] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(s.dmin, dx), y[u]);
 		}
