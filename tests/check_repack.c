@@ -87,9 +87,19 @@ static uint8_t *make_q6_k(int64_t rows, int64_t cols)
 	return w;
 }
 
-static uint8_t *make_k(uint32_t type, int64_t rows, int64_t cols)
+/* The types interleaved at load, Q8_0 first (its reference is exact). */
+static const uint32_t g_types[] = { STRATA_TYPE_Q8_0, STRATA_TYPE_Q4_K, STRATA_TYPE_Q6_K };
+
+static uint8_t *make_w(uint32_t type, int64_t rows, int64_t cols)
 {
-	return type == STRATA_TYPE_Q4_K ? make_q4_k(rows, cols) : make_q6_k(rows, cols);
+	switch (type) {
+	case STRATA_TYPE_Q4_K:
+		return make_q4_k(rows, cols);
+	case STRATA_TYPE_Q6_K:
+		return make_q6_k(rows, cols);
+	default:
+		return make_q8_0(rows, cols);
+	}
 }
 
 static float *make_x(int64_t cols, int64_t n)
@@ -191,7 +201,7 @@ START_TEST(k_products)
 	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
 	for (size_t s = 0; s < sizeof(shape) / sizeof(shape[0]); s++) {
 		const int64_t rows = shape[s][0], cols = shape[s][1];
-		uint8_t *w = make_k(type, rows, cols);
+		uint8_t *w = make_w(type, rows, cols);
 		float *x = make_x(cols, 33);
 		float *y0 = malloc(sizeof(float) * (size_t)(rows * 33));
 		float *y1 = malloc(sizeof(float) * (size_t)(rows * 33));
@@ -254,15 +264,15 @@ START_TEST(many_gathered_bit_equal)
 	x = make_x(cols, n_x);
 	y0 = calloc((size_t)(rows * 8), sizeof(float));
 	y1 = calloc((size_t)(rows * 8), sizeof(float));
-	for (int q = 0; q < 3; q++) {
-		const uint32_t type = q == 2 ? STRATA_TYPE_Q6_K : q ? STRATA_TYPE_Q4_K : STRATA_TYPE_Q8_0;
+	for (int q = 0; q < (int)(sizeof g_types / sizeof g_types[0]); q++) {
+		const uint32_t type = g_types[q];
 		/* the K-quants' reference: the AVX2 level over GGUF rows (k_products) */
 		const int ref = q && strata_simd_detect() >= STRATA_SIMD_AVX2 ? STRATA_SIMD_AVX2 : g_lv;
 
 		if (q && ref != STRATA_SIMD_AVX2)
 			break;
 		for (int e = 0; e < 2; e++) {
-			w[e] = q ? make_k(type, rows, cols) : make_q8_0(rows, cols);
+			w[e] = make_w(type, rows, cols);
 			ck_assert_int_eq(strata_mat_init(&m[e], type, rows, cols, w[e]), 0);
 			repack(&m[e], &r[e], &rp[e]);
 		}
@@ -372,9 +382,9 @@ START_TEST(rows_read_back)
 	const int64_t rows = 32, cols = 768;
 	float a[768], b[768];
 
-	for (int q = 0; q < 3; q++) {
-		const uint32_t type = q == 2 ? STRATA_TYPE_Q6_K : q ? STRATA_TYPE_Q4_K : STRATA_TYPE_Q8_0;
-		uint8_t *w = q ? make_k(type, rows, cols) : make_q8_0(rows, cols);
+	for (int q = 0; q < (int)(sizeof g_types / sizeof g_types[0]); q++) {
+		const uint32_t type = g_types[q];
+		uint8_t *w = make_w(type, rows, cols);
 		struct strata_mat m, r;
 		void *rp;
 

@@ -128,9 +128,7 @@ IQ_AI void mm_iq(enum iq_kind kind, const struct strata_mm_args *a)
 	 * pool, so this choice does not depend on the thread count). */
 	if (a->nt == 1) {
 		for (int64_t r = 0; r < a->nr; r++)
-			a->y[r] = kind == IQ_2XS    ? iq2xs_dot_row(a->w + r * a->w_stride, a->x, a->k)
-				  : kind == IQ_3XXS ? iq3xxs_dot_row(a->w + r * a->w_stride, a->x, a->k)
-						    : iq_dot_row(kind, a->w + r * a->w_stride, a->x, a->k);
+			a->y[r] = iq_dot_row(kind, a->w + r * a->w_stride, a->x, a->k);
 		return;
 	}
 	for (int64_t r = 0; r < a->nr; r += MR) {

@@ -158,13 +158,19 @@ typedef void (*tile_fn)(const struct strata_mm_args *, int64_t, int64_t, int, __
 
 /* Super-block b of GGUF rows [r, r + nr) into o: a short last group repeats
  * its first row; those lanes are dropped. */
+/* The group's GGUF rows; past the last row, repeats of the first. */
+static void group_rows(const struct strata_mm_args *a, int64_t r, int nr, const uint8_t *w[GR])
+{
+	for (int j = 0; j < GR; j++)
+		w[j] = a->w + (r + (j < nr ? j : 0)) * a->w_stride;
+}
+
 static void fill_q4k(const struct strata_mm_args *a, int64_t r, int nr, int64_t b,
 		     struct k8_blk *o)
 {
 	const uint8_t *w[GR];
 
-	for (int j = 0; j < GR; j++)
-		w[j] = a->w + (r + (j < nr ? j : 0)) * a->w_stride;
+	group_rows(a, r, nr, w);
 	repack_q4k(w, b, o);
 }
 
@@ -173,8 +179,7 @@ static void fill_q6k(const struct strata_mm_args *a, int64_t r, int nr, int64_t 
 {
 	const uint8_t *w[GR];
 
-	for (int j = 0; j < GR; j++)
-		w[j] = a->w + (r + (j < nr ? j : 0)) * a->w_stride;
+	group_rows(a, r, nr, w);
 	repack_q6k(w, b, o);
 }
 
