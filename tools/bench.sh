@@ -32,10 +32,11 @@
 #   repository; auto: the build matching BENCH_SIMD when its source is
 #   there, else none), BENCH_SIMD (strata's kernels: STRATA_SIMD, e.g. avx2
 #   on an AVX-512 machine; the llama.cpp peer stays built for the CPU).
-# Decode's memory roofline: each round first times a plain read loop with the
-# same threads (strata-kbench -T none), and each tg test's share is its
+# Decode's memory roofline: each round times a plain read loop with the same
+# threads (strata-kbench -T none) just before and just after strata's run,
+# and each tg test's share is its
 # tok/s x the weight bytes a token reads (strata-bench's "active" line) over
-# that rate; for models under 64 MB, which the caches hold, none is given.
+# the mean of the two; for models under 64 MB, which the caches hold, none is given.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -254,8 +255,6 @@ say "model $model, $threads threads, $rounds rounds of pp$pp/tg$tg x $reps reps;
 active=""
 for r in $(seq 1 "$rounds"); do
 	load1=$(cut -d' ' -f1 /proc/loadavg)
-	read_gbs=$(read_rate)
-	[ -n "$read_gbs" ] || die "strata-kbench's read loop gave no rate"
 	sides=(strata)
 	[ "$strata_only" = 1 ] || sides+=(peer)
 	[ -n "$ik_bin" ] && sides+=(ik)
@@ -264,11 +263,20 @@ for r in $(seq 1 "$rounds"); do
 	n=${#sides[@]}
 	order=()
 	for i in $(seq 0 $((n - 1))); do order+=("${sides[$(((i + r - 1) % n))]}"); done
-	say "round $r/$rounds: ${order[*]} (read loop $read_gbs GB/s)..."
+	say "round $r/$rounds: ${order[*]}..."
 	touch "$tmp/p$r" "$tmp/k$r"
 	for side in "${order[@]}"; do
 		case $side in
-		strata) run_strata "$tmp/s$r" ;;
+		strata)
+			# the read loop just before and just after strata's run:
+			# this machine's memory rate drifts within minutes
+			rd0=$(read_rate)
+			run_strata "$tmp/s$r"
+			rd1=$(read_rate)
+			[ -n "$rd0" ] && [ -n "$rd1" ] || die "strata-kbench's read loop gave no rate"
+			read_gbs=$(awk -v a="$rd0" -v b="$rd1" 'BEGIN { printf "%.1f", (a + b) / 2 }')
+			say "  read loop $rd0 GB/s before strata's run, $rd1 after"
+			;;
 		peer) run_peer "$tmp/p$r" ;;
 		ik) run_ik "$tmp/k$r" ;;
 		esac

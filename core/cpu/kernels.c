@@ -37,8 +37,13 @@
 #define MM_MIN_MACS_PER_THREAD ((int64_t)1 << 15)
 /* Tokens of activations one chunk keeps hot in L2 while rows stream by. */
 #define MM_ACT_BLOCK_BYTES ((size_t)256 << 10)
-/* Chunks per thread, for load balance. */
+/* Chunks per thread, for load balance.  One token (decode) reads each
+ * matrix once, and longer shares keep each thread's rows one stream for the
+ * prefetchers (bench-qwen3moe Q4_K_M tg64, 2 threads, AVX-512, alternated:
+ * 1 chunk a thread 301-310 tok/s, 2: 301-305, 4: 297-303, 8: 292-297); two
+ * leave a share to take over from a thread that falls behind. */
 #define MM_CHUNKS_PER_THREAD 4
+#define MM_CHUNKS_PER_THREAD_1TOK 2
 /* Quantise activations on several threads from this many values up. */
 #define MM_PAR_QUANT_VALUES ((int64_t)1 << 15)
 
@@ -456,7 +461,8 @@ static void mm_plan_n(struct mm_job *j, int64_t want)
 /* Enough chunks that each of nth threads gets several. */
 static void mm_plan(struct mm_job *j, int nth)
 {
-	mm_plan_n(j, nth > 1 ? (int64_t)nth * MM_CHUNKS_PER_THREAD : 1);
+	mm_plan_n(j, nth > 1 ? (int64_t)nth * (j->n_tok == 1 ? MM_CHUNKS_PER_THREAD_1TOK
+							      : MM_CHUNKS_PER_THREAD) : 1);
 }
 
 void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
@@ -807,7 +813,8 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 		 * items (experts) take one each, a few unequal ones (q beside k
 		 * and v) are cut so that no thread waits on one big chunk. */
 		mm_plan_n(j, nth > 1 ? (j->rows * it->W->cols * j->n_tok * nth *
-					MM_CHUNKS_PER_THREAD + macs - 1) / macs : 1);
+					(j->n_tok == 1 ? MM_CHUNKS_PER_THREAD_1TOK
+						       : MM_CHUNKS_PER_THREAD) + macs - 1) / macs : 1);
 		m->first[i + 1] = m->first[i] + j->n_chunks;
 	}
 	atomic_init(&m->next, 0);
