@@ -357,14 +357,15 @@ IQ_AI float iq_dot_row(enum iq_kind kind, const uint8_t *w, const uint8_t *x,
 	for (int64_t b = 0; b < k / STRATA_QK_K; b++, w += bytes, xq += STRATA_QK_K) {
 		const __m128i S = iq_scales(kind, w);
 		__m256i s = _mm256_setzero_si256();
+		/* half h's pair scales: bytes 2 h and 2 h + 1 of S, eight lanes each */
+		__m128i sel = pick;
 		uint32_t m[8];
 
 		iq_block_signs(kind, w, m);
-		for (int h = 0; h < 8; h++) {
+		for (int h = 0; h < 8; h++, sel = _mm_add_epi8(sel, _mm_set1_epi8(2))) {
 			__m256i g = iq_half(kind, w, h);
 			__m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
-			__m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
-				S, _mm_add_epi8(pick, _mm_set1_epi8((char)(2 * h)))));
+			__m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(S, sel));
 			__m256i pr;
 
 			if (kind == IQ_1M)
