@@ -273,9 +273,9 @@ static int op_rope(const struct strata_op *op)
 			tab_tok = tok;
 		}
 		for (int i = 0; i < n_rot / 2; i++) {
-			const float theta = pos * inv_freq[i];
-			const float c = n_rot / 2 <= ROPE_TABLE ? cs[2 * i] : cosf(theta);
-			const float s = n_rot / 2 <= ROPE_TABLE ? cs[2 * i + 1] : sinf(theta);
+			const int tab = n_rot / 2 <= ROPE_TABLE;
+			const float c = tab ? cs[2 * i] : cosf(pos * inv_freq[i]);
+			const float s = tab ? cs[2 * i + 1] : sinf(pos * inv_freq[i]);
 			/* NORM rotates adjacent pairs; NEOX rotates the two halves */
 			int a = neox ? i : 2 * i, b = neox ? i + n_rot / 2 : 2 * i + 1;
 			float x0 = x[a], x1 = x[b];

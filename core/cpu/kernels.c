@@ -44,6 +44,11 @@
  * leave a share to take over from a thread that falls behind. */
 #define MM_CHUNKS_PER_THREAD 4
 #define MM_CHUNKS_PER_THREAD_1TOK 2
+
+static int64_t chunks_per_thread(int64_t n_tok)
+{
+	return n_tok == 1 ? MM_CHUNKS_PER_THREAD_1TOK : MM_CHUNKS_PER_THREAD;
+}
 /* Quantise activations on several threads from this many values up. */
 #define MM_PAR_QUANT_VALUES ((int64_t)1 << 15)
 
@@ -461,8 +466,7 @@ static void mm_plan_n(struct mm_job *j, int64_t want)
 /* Enough chunks that each of nth threads gets several. */
 static void mm_plan(struct mm_job *j, int nth)
 {
-	mm_plan_n(j, nth > 1 ? (int64_t)nth * (j->n_tok == 1 ? MM_CHUNKS_PER_THREAD_1TOK
-							      : MM_CHUNKS_PER_THREAD) : 1);
+	mm_plan_n(j, nth > 1 ? (int64_t)nth * chunks_per_thread(j->n_tok) : 1);
 }
 
 void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
@@ -813,8 +817,7 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 		 * items (experts) take one each, a few unequal ones (q beside k
 		 * and v) are cut so that no thread waits on one big chunk. */
 		mm_plan_n(j, nth > 1 ? (j->rows * it->W->cols * j->n_tok * nth *
-					(j->n_tok == 1 ? MM_CHUNKS_PER_THREAD_1TOK
-						       : MM_CHUNKS_PER_THREAD) + macs - 1) / macs : 1);
+					chunks_per_thread(j->n_tok) + macs - 1) / macs : 1);
 		m->first[i + 1] = m->first[i] + j->n_chunks;
 	}
 	atomic_init(&m->next, 0);

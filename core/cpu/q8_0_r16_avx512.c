@@ -257,12 +257,12 @@ void strata_q8_0_r16_mm_avx512(const struct strata_mm_args *a)
 	/* One token: the AVX2 level's kernel on the same bytes, which sums the
 	 * same way (bit-equal y) and ran 23-26 -> 30-33 GMAC/s on one Zen 4
 	 * core: tile_1's chain of eight dependent vpdpbusd per block left the
-	 * loads waiting.  Its activations are this level's minus the leading
-	 * corr[k/4] (qs at k, d at 2 k here; at 0 and k there). */
+	 * loads waiting.  Its activation row is qs[k] then d[k/32]: this
+	 * level's from X_QS on (X_D follows k bytes later). */
 	if (a->nt == 1) {
 		struct strata_mm_args b = *a;
 
-		b.x = a->x + a->k;
+		b.x = (const uint8_t *)X_QS(a->x, a->k);
 		strata_q8_0_r16_mm_avx2(&b);
 		return;
 	}
