@@ -2,12 +2,14 @@
  * check_moe.c - expert routing (strata_moe_route, core/model/moe.c) against
  * cases worked out by hand: softmax gating (qwen3moe) and sigmoid gating with
  * a selection bias (glm4moe), top-k order, renormalisation with llama.cpp's
- * clamp of a tiny sum, and the weight scale.  The expected numbers are the
+ * clamp of a tiny sum, the weight scale, and the order of the top k among
+ * hundreds or thousands of experts with ties.  The expected numbers are the
  * closed forms in the comments, evaluated in double precision.
  */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/model.h"
@@ -189,6 +191,55 @@ START_TEST(distinct_choices)
 }
 END_TEST
 
+/*
+ * Many experts (qwen3next has 512; past 4096 the chosen ones are not kept
+ * as bits): the top k, in order, are the k best scores with ties to the
+ * lower index, as a plain selection over the scores finds them.
+ */
+static void wide(uint32_t ne, uint32_t k, enum strata_gating gating, int with_bias)
+{
+	struct strata_hparams h = hp(gating, ne, k, 0, 1.0f);
+	float *logits = malloc(sizeof(float) * ne), *score = malloc(sizeof(float) * ne);
+	float *bias = malloc(sizeof(float) * ne), w[16];
+	int32_t e[16];
+	uint32_t seed = 12345u + ne;
+
+	ck_assert(logits && score && bias && k <= 16);
+	for (uint32_t i = 0; i < ne; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		logits[i] = (float)(seed >> 24) / 32.0f; /* 256 levels: many ties */
+		bias[i] = (i % 3) ? 0.0f : 0.25f;
+	}
+	strata_moe_route(&h, with_bias ? bias : NULL, logits, e, w);
+	/* logits now hold the probabilities the choice was made on */
+	for (uint32_t i = 0; i < ne; i++)
+		score[i] = logits[i] + (with_bias ? bias[i] : 0.0f);
+	for (uint32_t j = 0; j < k; j++) {
+		uint32_t best = 0;
+
+		for (uint32_t i = 1; i < ne; i++)
+			if (score[i] > score[best])
+				best = i;
+		ck_assert_msg(e[j] == (int32_t)best, "%u experts, choice %u: %d, want %u", ne, j,
+			      e[j], best);
+		score[best] = -INFINITY;
+	}
+	free(logits);
+	free(score);
+	free(bias);
+}
+
+START_TEST(wide_routing_in_order)
+{
+	wide(64, 8, STRATA_GATING_SOFTMAX, 0);
+	wide(65, 8, STRATA_GATING_SOFTMAX, 0);
+	wide(512, 10, STRATA_GATING_SOFTMAX, 0);
+	wide(512, 8, STRATA_GATING_SIGMOID, 1);
+	wide(4096, 16, STRATA_GATING_SIGMOID, 1);
+	wide(5000, 8, STRATA_GATING_SOFTMAX, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("moe");
@@ -202,6 +253,7 @@ int main(void)
 	tcase_add_test(tc, sigmoid_norm_scale);
 	tcase_add_test(tc, norm_clamps_tiny_sum);
 	tcase_add_test(tc, distinct_choices);
+	tcase_add_test(tc, wide_routing_in_order);
 	suite_add_tcase(s, tc);
 	return tu_srunner_run(srunner_create(s));
 }

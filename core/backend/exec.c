@@ -390,9 +390,11 @@ static int op_copy_fill(const struct strata_op *op)
 
 /* ---- routing -------------------------------------------------------------------- */
 
+#define ROUTE_BITMAP_MAX 4096 /* experts up to which the picks are a bitmap */
 void strata_route_token(uint32_t gating, uint32_t ne, uint32_t k, int norm, float scale,
 			const float *bias, float *logits, int32_t *experts, float *weights)
 {
+	uint64_t taken[ROUTE_BITMAP_MAX / 64];
 	float sum = 0.0f;
 
 	if (gating == STRATA_GATING_MODE_SIGMOID) {
@@ -410,22 +412,31 @@ void strata_route_token(uint32_t gating, uint32_t ne, uint32_t k, int norm, floa
 		for (uint32_t e = 0; e < ne; e++)
 			logits[e] /= s;
 	}
-	/* Top-k by probability (+ the selection bias, which chooses but never weighs). */
+	/* Top-k by probability (+ the selection bias, which chooses but never weighs).
+	 * The picks so far are one bit each: scanning them per candidate was
+	 * most of a decode step's routing (k x ne x k/2 compares). */
+	if (ne <= ROUTE_BITMAP_MAX)
+		memset(taken, 0, (ne + 63) / 64 * sizeof(taken[0]));
 	for (uint32_t j = 0; j < k; j++) {
 		int32_t best = -1;
 		float bs = -INFINITY;
 
 		for (uint32_t e = 0; e < ne; e++) {
 			float score = logits[e] + (bias ? bias[e] : 0.0f);
-			int taken = 0;
+			uint64_t t = 0;
 
-			for (uint32_t i = 0; i < j; i++)
-				taken |= experts[i] == (int32_t)e;
-			if (!taken && (best < 0 || score > bs)) {
+			if (ne <= ROUTE_BITMAP_MAX)
+				t = taken[e / 64] >> (e % 64) & 1;
+			else
+				for (uint32_t i = 0; i < j; i++)
+					t |= experts[i] == (int32_t)e;
+			if (!t && (best < 0 || score > bs)) {
 				best = (int32_t)e;
 				bs = score;
 			}
 		}
+		if (ne <= ROUTE_BITMAP_MAX)
+			taken[best / 64] |= (uint64_t)1 << (best % 64);
 		experts[j] = best;
 		weights[j] = logits[best];
 		sum += weights[j];

@@ -591,6 +591,16 @@ static void many_quant_task(void *arg, int ith, int nth)
 	}
 }
 
+/* Values the conversions quantise in all. */
+static int64_t quant_values(const struct many_job *m)
+{
+	int64_t v = 0;
+
+	for (int q = 0; q < m->nq; q++)
+		v += m->qjobs[q].n_tok * m->qjobs[q].k;
+	return v;
+}
+
 static void many_gather_task(void *arg, int ith, int nth)
 {
 	struct many_job *m = arg;
@@ -681,6 +691,16 @@ static int many_gather(struct many_job *m, const struct strata_mm_item *it, int 
 	return m->ng++;
 }
 
+/* Whether an item's rows are the first n_tok of its x in order (decode's
+ * one token routed to every expert): then no gather is needed. */
+static int rows_identity(const struct strata_mm_item *it)
+{
+	for (int64_t t = 0; t < it->n_tok; t++)
+		if (it->rows[t] != (uint32_t)t)
+			return 0;
+	return 1;
+}
+
 /* Decide where each item's activations come from; returns scratch bytes. */
 static size_t many_plan_inputs(struct many_job *m, const struct strata_mm_item *items,
 			       int n, int64_t *macs)
@@ -709,7 +729,7 @@ static size_t many_plan_inputs(struct many_job *m, const struct strata_mm_item *
 						&bytes);
 
 			m->x_stride[i] = m->qjobs[q].stride;
-			if (it->rows) {
+			if (it->rows && !rows_identity(it)) {
 				m->x_src[i] = 2;
 				m->x_idx[i] = many_gather(m, it, q, m->qjobs[q].stride,
 							  m->qjobs[q].stride, &bytes);
@@ -793,7 +813,10 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 	atomic_init(&m->qnext, 0);
 	atomic_init(&m->gnext, 0);
 	if (m->nq)
-		many_phase(pool, many_quant_task, m, nth, m->quant_first[m->nq]);
+		/* a few decode rows (the experts' down inputs) cost less than a
+		 * pool run's hand-off: quantised here, as strata_matmul does */
+		many_phase(pool, many_quant_task, m, quant_values(m) < MM_PAR_QUANT_VALUES ? 1 : nth,
+			   m->quant_first[m->nq]);
 	if (m->ng)
 		many_phase(pool, many_gather_task, m, nth,
 			   (m->gather_first[m->ng] + GATHER_GRAIN - 1) / GATHER_GRAIN);
