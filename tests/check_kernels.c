@@ -780,6 +780,54 @@ START_TEST(dot_axpy_levels)
 }
 END_TEST
 
+/* ---- RMSNorm halves ---------------------------------------------------------- */
+
+/*
+ * strata_sumsq_f32 and strata_scale_mul_f32 give the scalar level's bits at
+ * every level, for every length up to 80 (the tails) and a norm's 2048, from
+ * an odd offset, in place, with and without weights; and the sum is the
+ * double-precision sum of squares (x * x is exact in double).
+ */
+START_TEST(norm_levels_identical)
+{
+	SIMD_CASE();
+
+	enum { N = 2048 + 3 };
+	static float x[N], w[N], y0[N], y1[N];
+
+	for (int i = 0; i < N; i++)
+		x[i] = frnd() * (i % 7 ? 1.0f : 300.0f), w[i] = 1.0f + 0.5f * frnd();
+	EXPECT_EQ(strata_simd_set(g_lv), 0);
+	for (int64_t k = 0; k <= 81; k++) {
+		const int64_t n = k <= 80 ? k : N - 3; /* every tail, then a norm's 2048 */
+		const float *xs = x + 3;
+		double ref = 0, got = strata_sumsq_f32(xs, n);
+
+		for (int64_t i = 0; i < n; i++)
+			ref += (double)xs[i] * xs[i];
+		EXPECT(got == strata_kern_scalar.sumsq_f32(xs, n),
+		       "%s sumsq n=%lld: %.17g, scalar %.17g", strata_simd_name(g_lv),
+		       (long long)n, got, strata_kern_scalar.sumsq_f32(xs, n));
+		EXPECT(fabs(got - ref) <= 1e-15 * ref, "%s sumsq n=%lld: %.17g vs %.17g",
+		       strata_simd_name(g_lv), (long long)n, got, ref);
+		for (int wt = 0; wt < 2; wt++) {
+			const float *ws = wt ? w + 1 : NULL;
+
+			strata_kern_scalar.scale_mul_f32(y0, xs, 0.37f, ws, n);
+			strata_scale_mul_f32(y1, xs, 0.37f, ws, n);
+			EXPECT(memcmp(y0, y1, sizeof(float) * n) == 0, "%s scale_mul n=%lld w=%d",
+			       strata_simd_name(g_lv), (long long)n, wt);
+			memcpy(y1, xs, sizeof(float) * n);
+			strata_scale_mul_f32(y1, y1, 0.37f, ws, n); /* in place */
+			EXPECT(memcmp(y0, y1, sizeof(float) * n) == 0,
+			       "%s scale_mul in place n=%lld w=%d", strata_simd_name(g_lv),
+			       (long long)n, wt);
+		}
+	}
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
 /* ---- gates ------------------------------------------------------------------- */
 
 /*
@@ -903,6 +951,7 @@ int main(void)
 	tcase_add_test(simd, matmul_q8_0_exact_activations);
 	tcase_add_test(simd, matmul_q8_0_long_rows_batch_invariant);
 	tcase_add_test(simd, dot_axpy_levels);
+	tcase_add_test(simd, norm_levels_identical);
 	tcase_add_test(simd, gate_levels);
 	suite_add_tcase(s, simd);
 	tc = tcase_create("core");

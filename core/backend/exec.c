@@ -195,39 +195,6 @@ static inline float *row_at(const struct strata_tensor *t, int64_t i1, int64_t i
  * dependent adds over a 1024-wide row (4 cycles each) cost decode 1-2%, on
  * the one thread that runs norms while the pool's others wait.
  */
-static double sum_squares(const float *x, int64_t n)
-{
-	double p[8] = { 0 };
-	int64_t i = 0;
-
-	for (; i + 8 <= n; i += 8)
-		for (int j = 0; j < 8; j++)
-			p[j] += (double)x[i + j] * x[i + j];
-	for (; i < n; i++)
-		p[0] += (double)x[i] * x[i];
-	return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
-}
-
-/*
- * y = x * s (* w when given).  y may be x itself, never a shifted copy, so
- * the blocks of eight are free of dependences (ivdep) and of a length -O2's
- * cost model vectorises.
- */
-static void scale_mul(float *y, const float *x, float s, const float *w, int64_t n)
-{
-	int64_t i = 0;
-
-	for (; i + 8 <= n; i += 8)
-		if (w)
-			_Pragma("GCC ivdep") for (int j = 0; j < 8; j++)
-				y[i + j] = x[i + j] * s * w[i + j];
-		else
-			_Pragma("GCC ivdep") for (int j = 0; j < 8; j++)
-				y[i + j] = x[i + j] * s;
-	for (; i < n; i++)
-		y[i] = x[i] * s * (w ? w[i] : 1.0f);
-}
-
 static int op_rms_norm(const struct strata_op *op)
 {
 	const struct strata_tensor *s = op->src[0], *wt = op->src[1], *d = op->dst;
@@ -239,8 +206,8 @@ static int op_rms_norm(const struct strata_op *op)
 	FOR_ROWS(d, i1, i2, i3) {
 		const float *x = row_at(s, i1, i2, i3);
 		float *y = row_at(d, i1, i2, i3), scale;
-		scale = (float)(1.0 / sqrt(sum_squares(x, n) / (double)n + op->p.norm.eps));
-		scale_mul(y, x, scale, w, n);
+		scale = (float)(1.0 / sqrt(strata_sumsq_f32(x, n) / (double)n + op->p.norm.eps));
+		strata_scale_mul_f32(y, x, scale, w, n);
 	}
 	return 0;
 }
@@ -300,8 +267,8 @@ static int op_add(const struct strata_op *op)
 		float *o = row_at(d, i1, i2, i3);
 		int64_t i = 0;
 
-		/* element-wise, o may be x or y itself: blocks of eight that
-		 * -O2 vectorises (see scale_mul) */
+		/* element-wise, o may be x or y itself: blocks of eight (no
+		 * dependences between them, ivdep) that -O2 vectorises */
 		if (bstep)
 			for (; i + 8 <= n; i += 8)
 				_Pragma("GCC ivdep") for (int j = 0; j < 8; j++)

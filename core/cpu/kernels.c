@@ -894,6 +894,16 @@ void strata_silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
 	cur_level()->silu_mul_f32(o, g, u, n);
 }
 
+double strata_sumsq_f32(const float *x, int64_t n)
+{
+	return cur_level()->sumsq_f32(x, n);
+}
+
+void strata_scale_mul_f32(float *y, const float *x, float s, const float *w, int64_t n)
+{
+	cur_level()->scale_mul_f32(y, x, s, w, n);
+}
+
 void strata_sigmoid_mul_f32(float *o, const float *x, const float *y, int64_t n)
 {
 	cur_level()->sigmoid_mul_f32(o, x, y, n);

@@ -177,5 +177,13 @@ void strata_axpby_f32(float *y, float a, const float *x, float b, int64_t n);
  */
 void strata_silu_mul_f32(float *o, const float *g, const float *u, int64_t n);
 void strata_sigmoid_mul_f32(float *o, const float *x, const float *y, int64_t n);
+/*
+ * RMSNorm's halves: the sum of x[i]^2 in double, as eight partial sums
+ * (element i into sum i % 8, combined (0+4)+(1+5) + (2+6)+(3+7)), and
+ * y[i] = x[i] * s * w[i] (w NULL: x[i] * s; y may be x).  The same bits at
+ * every SIMD level.
+ */
+double strata_sumsq_f32(const float *x, int64_t n);
+void strata_scale_mul_f32(float *y, const float *x, float s, const float *w, int64_t n);
 
 #endif

@@ -329,6 +329,43 @@ static float dot_f32(const float *a, const float *b, int64_t n)
 	return _mm_cvtss_f32(h);
 }
 
+/* The scalar level's eight partial double sums, lane for lane: x * x is
+ * exact in double, so the FMA rounds as the scalar add does. */
+double strata_sumsq_f32_avx2(const float *x, int64_t n)
+{
+	__m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+	double p[8];
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		const __m256 v = _mm256_loadu_ps(x + i);
+		const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+		const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+
+		a0 = _mm256_fmadd_pd(lo, lo, a0);
+		a1 = _mm256_fmadd_pd(hi, hi, a1);
+	}
+	_mm256_storeu_pd(p, a0);
+	_mm256_storeu_pd(p + 4, a1);
+	for (; i < n; i++)
+		p[0] += (double)x[i] * x[i];
+	return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+}
+
+void strata_scale_mul_f32_avx2(float *y, const float *x, float s, const float *w, int64_t n)
+{
+	const __m256 sv = _mm256_set1_ps(s);
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), sv);
+
+		_mm256_storeu_ps(y + i, w ? _mm256_mul_ps(v, _mm256_loadu_ps(w + i)) : v);
+	}
+	for (; i < n; i++)
+		y[i] = w ? x[i] * s * w[i] : x[i] * s;
+}
+
 static void axpy_f32(float *y, float a, const float *x, int64_t n)
 {
 	const __m256 av = _mm256_set1_ps(a);
@@ -465,6 +502,8 @@ const struct strata_kern_level strata_kern_avx2 = {
 	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,
+	.sumsq_f32 = strata_sumsq_f32_avx2,
+	.scale_mul_f32 = strata_scale_mul_f32_avx2,
 };
 
 #endif

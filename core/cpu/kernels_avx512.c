@@ -524,6 +524,8 @@ const struct strata_kern_level strata_kern_avx512 = {
 	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,
+	.sumsq_f32 = strata_sumsq_f32_avx2,
+	.scale_mul_f32 = strata_scale_mul_f32_avx2,
 };
 
 #endif

@@ -98,6 +98,9 @@ struct strata_kern_level {
 	/* o = g / (1 + exp(-g)) * u and o = x / (1 + exp(-y)); o may be g or x */
 	void (*silu_mul_f32)(float *o, const float *g, const float *u, int64_t n);
 	void (*sigmoid_mul_f32)(float *o, const float *x, const float *y, int64_t n);
+	/* RMSNorm's halves (kernels.h: strata_sumsq_f32, strata_scale_mul_f32) */
+	double (*sumsq_f32)(const float *x, int64_t n);
+	void (*scale_mul_f32)(float *y, const float *x, float s, const float *w, int64_t n);
 };
 
 extern const struct strata_kern_level strata_kern_scalar;
@@ -105,6 +108,9 @@ extern const struct strata_kern_level strata_kern_scalar;
 #define STRATA_KERN_X86 1
 extern const struct strata_kern_level strata_kern_avx2;
 extern const struct strata_kern_level strata_kern_avx512;
+/* the AVX2 level's, which the AVX-512 level shares (norm-sized vectors) */
+double strata_sumsq_f32_avx2(const float *x, int64_t n);
+void strata_scale_mul_f32_avx2(float *y, const float *x, float s, const float *w, int64_t n);
 #endif
 
 /* Table of a level (NULL when not built for this architecture). */

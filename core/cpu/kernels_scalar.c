@@ -259,6 +259,27 @@ static void axpby_f32(float *y, float a, const float *x, float b, int64_t n)
 		y[i] = b * y[i] + a * x[i];
 }
 
+/* Eight partial sums (element i into p[i % 8]) in double: the order every
+ * level keeps, so RMSNorm gives the same bits at each. */
+static double sumsq_f32(const float *x, int64_t n)
+{
+	double p[8] = { 0 };
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			p[j] += (double)x[i + j] * x[i + j];
+	for (; i < n; i++)
+		p[0] += (double)x[i] * x[i];
+	return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+}
+
+static void scale_mul_f32(float *y, const float *x, float s, const float *w, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = w ? x[i] * s * w[i] : x[i] * s;
+}
+
 /* The reference forms the vector levels approximate. */
 static void silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
 {
@@ -334,4 +355,6 @@ const struct strata_kern_level strata_kern_scalar = {
 	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,
+	.sumsq_f32 = sumsq_f32,
+	.scale_mul_f32 = scale_mul_f32,
 };
