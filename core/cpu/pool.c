@@ -61,7 +61,7 @@
 #define SERIAL(word) ((word) >> GEN_NTH_BITS)
 #define DEFAULT_SPIN_US 200
 
-#define HINT_POSITIONS 2048 /* runs per step that can carry hints (~6 a layer) */
+#define HINT_POSITIONS 4096 /* runs per step that can carry hints */
 #define HINT_MAX_BYTES ((size_t)192 << 10) /* a fifth of a Zen 4 L2, a third of Zen 3's */
 
 struct hint {
@@ -74,8 +74,7 @@ struct worker {
 	struct strata_pool *pool;
 	pthread_t tid;
 	int ith;
-	/* a prefetch hint (hint(), from strata_pool_note's table): posted by
-	 * the caller, read by this helper while it waits */
+	/* a prefetch hint (strata_pool_hint): posted by the caller, read here */
 	_Alignas(64) _Atomic(const char *) hint;
 	_Atomic size_t hint_len;
 	_Atomic unsigned hint_seq;
