@@ -1,7 +1,6 @@
 /*
  * check_pool.c - the thread pool: every share runs once, run_n, no lost
- * wake-ups over many runs (spinning and sleeping), prefetch hints that
- * never fault, scratch, shutdown.
+ * wake-ups over many runs (spinning and sleeping), scratch, shutdown.
  */
 #include <check.h>
 #include <pthread.h>
@@ -9,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,50 +215,6 @@ START_TEST(many_runs_sleeping)
 }
 END_TEST
 
-/*
- * Prefetch hints (strata_pool_step/note) only ever prefetch: runs over
- * more positions than the table holds, over several steps, with notes for
- * an unmapped page, a null range and helpers that do not exist, still run
- * every share once, and nothing faults (a load where a prefetch belongs
- * would, at the PROT_NONE page).
- */
-START_TEST(hints_are_harmless)
-{
-	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	char *buf = malloc(1 << 20);
-	void *none = mmap(NULL, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct strata_pool *p;
-	struct count_arg a;
-
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_ptr_ne(none, MAP_FAILED);
-	memset(buf, 1, 1 << 20);
-	strata_pool_note(NULL, 1, buf, 4096); /* no pool, no step: ignored */
-	strata_pool_step(NULL);
-	EXPECT_EQ(strata_pool_create(3, &p), 0);
-	strata_pool_note(p, 1, buf, 4096); /* before any step: ignored */
-	for (int step = 0; step < 3; step++) {
-		strata_pool_step(p);
-		for (int run = 0; run < 5000; run++) {
-			strata_pool_note(p, 1, run % 3 ? buf + (run % 64) * 4096 : (char *)none,
-					 run % 5 ? (size_t)(1 << 20) : page);
-			strata_pool_note(p, 2, run % 7 ? buf : NULL, run % 7 ? 65536 : 4096);
-			strata_pool_note(p, 0, buf, 4096);  /* the caller: not a helper */
-			strata_pool_note(p, 3, buf, 4096);  /* no such helper */
-			strata_pool_note(p, -1, buf, 4096);
-			reset(&a, 3);
-			strata_pool_run(p, count_task, &a);
-			EXPECT_EQ(a.bad_nth, 0);
-			for (int i = 0; i < 3; i++)
-				EXPECT_EQ(a.hits[i], 1);
-		}
-	}
-	strata_pool_free(p); /* with hints outstanding */
-	munmap(none, page);
-	free(buf);
-}
-END_TEST
-
 START_TEST(pool_of_one)
 {
 	struct strata_pool *p;
@@ -381,7 +335,6 @@ int main(void)
 	tcase_add_test(tc, run_n_exact);
 	tcase_add_test(tc, many_runs_spinning);
 	tcase_add_test(tc, many_runs_sleeping);
-	tcase_add_test(tc, hints_are_harmless);
 	tcase_add_test(tc, pool_of_one);
 	tcase_add_test(tc, create_all_cpus);
 	tcase_add_test(tc, scratch_grows_aligned);

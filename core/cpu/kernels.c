@@ -416,17 +416,6 @@ struct mm_job {
 	_Alignas(64) _Atomic int64_t next;
 };
 
-/* Tell the pool where share ith of a one-token product (decode: a stream
- * through memory) starts: chunk ith, as mm_task and many_mm_task hand out. */
-static void note_share(struct strata_pool *pool, const struct mm_job *j, int ith, int64_t c)
-{
-	const int64_t r0 = (c % j->n_rchunks) * j->rchunk;
-	const int64_t nr = j->rows - r0 < j->rchunk ? j->rows - r0 : j->rchunk;
-
-	strata_pool_note(pool, ith, j->base.w + (size_t)r0 * j->base.w_stride,
-			 (size_t)nr * j->base.w_stride);
-}
-
 static void mm_chunk(const struct mm_job *j, int64_t c)
 {
 	struct strata_mm_args a = j->base;
@@ -543,8 +532,6 @@ void strata_matmul(struct strata_pool *pool, const struct strata_mat *W,
 		nth = (int)job.n_chunks;
 	/* Thread i starts on chunk i; the counter hands out the rest. */
 	atomic_init(&job.next, nth);
-	for (int i = 1; i < nth && n_tok == 1; i++)
-		note_share(pool, &job, i, i);
 	if (nth > 1)
 		strata_pool_run_n(pool, mm_task, &job, nth);
 	else
@@ -646,8 +633,10 @@ static void many_mm_task(void *arg, int ith, int nth)
 	int64_t total = m->first[m->n];
 	int i = 0;
 
+	(void)ith;
 	(void)nth;
-	for (int64_t c = ith; c < total; c = atomic_fetch_add(&m->next, 1)) {
+	for (int64_t c = atomic_fetch_add(&m->next, 1); c < total;
+	     c = atomic_fetch_add(&m->next, 1)) {
 		while (m->first[i + 1] <= c)
 			i++;
 		mm_chunk(&m->jobs[i], c - m->first[i]);
@@ -785,7 +774,6 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 	int64_t macs = 0;
 	uint8_t *scratch = NULL;
 	size_t bytes;
-	int one_tok;
 
 	if (n <= 0)
 		return;
@@ -832,12 +820,10 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 	if (m->ng)
 		many_phase(pool, many_gather_task, m, nth,
 			   (m->gather_first[m->ng] + GATHER_GRAIN - 1) / GATHER_GRAIN);
-	one_tok = 1;
 	for (int i = 0; i < n; i++) {
 		const struct strata_mm_item *it = &items[i];
 		struct mm_job *j = &m->jobs[i];
 
-		one_tok &= it->n_tok == 1;
 		j->mm = mm_for(level_for(it->W->type), it->W);
 		j->base.w = it->W->data;
 		j->base.w_stride = it->W->row_bytes;
@@ -857,19 +843,8 @@ void strata_matmul_many(struct strata_pool *pool, const struct strata_mm_item *i
 					chunks_per_thread(j->n_tok) + macs - 1) / macs : 1);
 		m->first[i + 1] = m->first[i] + j->n_chunks;
 	}
-	if (m->first[n] < nth)
-		nth = (int)m->first[n];
-	/* Thread i starts on chunk i; the counter hands out the rest. */
-	atomic_init(&m->next, nth);
-	for (int i = 1, k = 0; i < nth && one_tok; i++) {
-		while (m->first[k + 1] <= i)
-			k++;
-		note_share(pool, &m->jobs[k], i, i - m->first[k]);
-	}
-	if (nth > 1)
-		strata_pool_run_n(pool, many_mm_task, m, nth);
-	else
-		many_mm_task(m, 0, 1);
+	atomic_init(&m->next, 0);
+	many_phase(pool, many_mm_task, m, nth, m->first[n]);
 }
 
 /* ---- vectors ---------------------------------------------------------------- */

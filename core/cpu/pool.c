@@ -21,11 +21,6 @@
  * sees the other, and the mutex closes the window between the re-read and the
  * wait.  So the common path (everyone spinning) makes no system call.
  *
- * Between runs the caller works alone (a decode step's norms, routing,
- * quantisation: ~10% of it) and memory idles, so a spinning helper prefetches
- * the first bytes of the share it will take in the next run, as the last step
- * showed it (strata_pool_step, strata_pool_note).
- *
  * Env STRATA_POOL_SPIN_US (default 200) sets the spin time before sleeping.
  */
 #define _GNU_SOURCE
@@ -61,25 +56,10 @@
 #define SERIAL(word) ((word) >> GEN_NTH_BITS)
 #define DEFAULT_SPIN_US 200
 
-#define HINT_POSITIONS 4096 /* runs per step that can carry hints */
-#define HINT_MAX_BYTES ((size_t)192 << 10) /* a fifth of a Zen 4 L2, a third of Zen 3's */
-
-struct hint {
-	const void *addr;
-	size_t len;
-	uint64_t step;
-};
-
 struct worker {
 	struct strata_pool *pool;
 	pthread_t tid;
 	int ith;
-	/* a prefetch hint (strata_pool_hint): posted by the caller, read here */
-	_Alignas(64) _Atomic(const char *) hint;
-	_Atomic size_t hint_len;
-	_Atomic unsigned hint_seq;
-	unsigned hint_seen;
-	size_t hint_done;
 };
 
 struct strata_pool {
@@ -101,42 +81,10 @@ struct strata_pool {
 
 	int n;                    /* threads in all, caller included */
 	int64_t spin_ns;
-	/* Prefetch hints learned by run position (strata_pool_step): entry
-	 * pos x (n - 1) + i - 1 is where helper i started the pos-th run of a
-	 * step, and in which step that was. */
-	struct hint *hints;       /* HINT_POSITIONS x (n - 1), made on first use */
-	int hint_pos;             /* runs so far in this step */
-	int hint_posted;          /* position whose hints the helpers hold */
-	uint64_t step;            /* steps begun; 0: none, so no hints */
 	struct worker *workers;   /* n - 1 helpers */
 	void *scratch;
 	size_t scratch_size;
 };
-
-/*
- * A waiting helper's share of a hint (strata_pool_note): a few lines at a
- * time, so that it sees the next run's generation within ~100 ns.  0 when
- * there is nothing (more) to prefetch.
- */
-#define HINT_LINES 8
-static int hint_step(struct worker *w)
-{
-	unsigned seq = atomic_load_explicit(&w->hint_seq, memory_order_acquire);
-	const char *a;
-	size_t len;
-
-	if (seq != w->hint_seen) {
-		w->hint_seen = seq;
-		w->hint_done = 0;
-	}
-	a = atomic_load_explicit(&w->hint, memory_order_relaxed);
-	len = atomic_load_explicit(&w->hint_len, memory_order_relaxed);
-	if (!a || w->hint_done >= len)
-		return 0;
-	for (int l = 0; l < HINT_LINES && w->hint_done < len; l++, w->hint_done += 64)
-		__builtin_prefetch(a + w->hint_done, 0, 3);
-	return 1;
-}
 
 /*
  * Spin until *word != val (want_eq = 0) or == val (want_eq = 1), for at most
@@ -150,7 +98,7 @@ static int hint_step(struct worker *w)
  */
 #define YIELD_AFTER_NS 50000
 static int spin_until(_Atomic uint64_t *word, uint64_t val, int want_eq,
-		      int64_t spin_ns, struct worker *w)
+		      int64_t spin_ns)
 {
 	int64_t start = 0, t;
 
@@ -159,8 +107,6 @@ static int spin_until(_Atomic uint64_t *word, uint64_t val, int want_eq,
 
 		if ((v == val) == want_eq)
 			return 1;
-		if (w && hint_step(w))
-			continue;
 		cpu_relax();
 		if (i & 63)
 			continue;
@@ -175,12 +121,11 @@ static int spin_until(_Atomic uint64_t *word, uint64_t val, int want_eq,
 }
 
 /* Wait until the generation differs from `seen`; returns it. */
-static uint64_t wait_generation(struct worker *w, uint64_t seen)
+static uint64_t wait_generation(struct strata_pool *p, uint64_t seen)
 {
-	struct strata_pool *p = w->pool;
 	uint64_t g;
 
-	if (spin_until(&p->gen, seen, 0, p->spin_ns, w))
+	if (spin_until(&p->gen, seen, 0, p->spin_ns))
 		return atomic_load_explicit(&p->gen, memory_order_acquire);
 	pthread_mutex_lock(&p->lock);
 	atomic_fetch_add(&p->n_sleepers, 1);
@@ -231,7 +176,7 @@ static void *worker_main(void *arg)
 	uint64_t seen = 0;
 
 	for (;;) {
-		uint64_t g = wait_generation(w, seen);
+		uint64_t g = wait_generation(p, seen);
 
 		seen = g;
 		if (atomic_load_explicit(&p->stop, memory_order_acquire))
@@ -264,7 +209,7 @@ static uint64_t publish(struct strata_pool *p, int nth)
 
 static void wait_done(struct strata_pool *p, int helpers)
 {
-	if (spin_until(&p->done, (uint64_t)helpers, 1, p->spin_ns, NULL))
+	if (spin_until(&p->done, (uint64_t)helpers, 1, p->spin_ns))
 		return;
 	pthread_mutex_lock(&p->lock);
 	atomic_store(&p->main_waiting, 1);
@@ -366,7 +311,6 @@ void strata_pool_free(struct strata_pool *pool)
 	stop_workers(pool, pool->n - 1);
 	free(pool->workers);
 	free(pool->scratch);
-	free(pool->hints);
 	pthread_cond_destroy(&pool->finished);
 	pthread_cond_destroy(&pool->wake);
 	pthread_mutex_destroy(&pool->lock);
@@ -376,89 +320,6 @@ void strata_pool_free(struct strata_pool *pool)
 int strata_pool_size(const struct strata_pool *pool)
 {
 	return pool ? pool->n : 1;
-}
-
-/* Hand helper ith (1 <= ith < n) a range to prefetch while it waits. */
-static void hint(struct strata_pool *pool, int ith, const void *addr, size_t bytes)
-{
-	struct worker *w = &pool->workers[ith - 1];
-
-	atomic_store_explicit(&w->hint, NULL, memory_order_relaxed);
-	atomic_store_explicit(&w->hint_len, bytes, memory_order_relaxed);
-	atomic_store_explicit(&w->hint, (const char *)addr, memory_order_relaxed);
-	atomic_fetch_add_explicit(&w->hint_seq, 1, memory_order_release);
-}
-
-/* Whether the last step noted anything for run position pos. */
-static int noted(const struct strata_pool *p, int pos)
-{
-	const struct hint *h = &p->hints[(size_t)pos * (p->n - 1)];
-
-	for (int i = 1; i < p->n; i++)
-		if (h[i - 1].step + 1 == p->step && h[i - 1].len)
-			return 1;
-	return 0;
-}
-
-/*
- * Post the hints the last step noted for the next run that had any (a
- * product: the runs between, such as attention, read no weights), unless
- * they are posted already: a helper keeps prefetching across those runs.
- */
-#define HINT_LOOKAHEAD 4 /* runs looked past for the next noted one */
-static void post_hints(struct strata_pool *p)
-{
-	const struct hint *h;
-	int pos = p->hint_pos;
-
-	if (!p->hints)
-		return;
-	while (pos < HINT_POSITIONS && pos < p->hint_pos + HINT_LOOKAHEAD && !noted(p, pos))
-		pos++;
-	if (pos >= HINT_POSITIONS || pos == p->hint_posted || !noted(p, pos))
-		return;
-	p->hint_posted = pos;
-	h = &p->hints[(size_t)pos * (p->n - 1)];
-	for (int i = 1; i < p->n; i++)
-		if (h[i - 1].step + 1 == p->step && h[i - 1].len)
-			hint(p, i, h[i - 1].addr, h[i - 1].len);
-}
-
-static void next_position(struct strata_pool *p)
-{
-	if (!p->step)
-		return;
-	p->hint_pos++;
-	post_hints(p);
-}
-
-void strata_pool_step(struct strata_pool *pool)
-{
-	if (!pool || pool->n < 2)
-		return;
-	pool->step++;
-	pool->hint_pos = 0;
-	pool->hint_posted = -1;
-	post_hints(pool);
-}
-
-void strata_pool_note(struct strata_pool *pool, int ith, const void *addr, size_t bytes)
-{
-	struct hint *h;
-
-	if (!pool || !pool->step || ith < 1 || ith >= pool->n ||
-	    pool->hint_pos >= HINT_POSITIONS)
-		return;
-	if (!pool->hints) {
-		/* hints only help: without memory for them, there are none */
-		pool->hints = calloc((size_t)HINT_POSITIONS * (pool->n - 1), sizeof(*pool->hints));
-		if (!pool->hints)
-			return;
-	}
-	h = &pool->hints[(size_t)pool->hint_pos * (pool->n - 1) + ith - 1];
-	h->addr = addr;
-	h->len = bytes < HINT_MAX_BYTES ? bytes : HINT_MAX_BYTES;
-	h->step = pool->step;
 }
 
 void strata_pool_run_n(struct strata_pool *pool, strata_task_fn fn, void *arg,
@@ -474,7 +335,6 @@ void strata_pool_run_n(struct strata_pool *pool, strata_task_fn fn, void *arg,
 		nth = pool->n;
 	if (nth <= 1) {
 		fn(arg, 0, 1);
-		next_position(pool);
 		return;
 	}
 	pool->fn = fn;
@@ -483,7 +343,6 @@ void strata_pool_run_n(struct strata_pool *pool, strata_task_fn fn, void *arg,
 	fn(arg, 0, nth);
 	run_shares(pool, g); /* those no helper has taken yet */
 	wait_done(pool, nth - 1);
-	next_position(pool);
 }
 
 void strata_pool_run(struct strata_pool *pool, strata_task_fn fn, void *arg)

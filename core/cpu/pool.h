@@ -39,21 +39,6 @@ void strata_pool_run(struct strata_pool *pool, strata_task_fn fn, void *arg);
 void strata_pool_run_n(struct strata_pool *pool, strata_task_fn fn, void *arg, int nth);
 
 /*
- * Prefetch hints learned from the last step.  A decode step runs the same
- * sequence of tasks as the one before it (layer by layer, the same dense
- * weights), and between tasks the caller works alone while memory idles.
- * strata_pool_step() marks the start of a step; strata_pool_note(), called
- * before a run, says that share ith of it (1 <= ith < size) will start by
- * reading [addr, addr + bytes).  After each run, the helpers are handed what
- * the last step noted for the next run, and pull its first bytes (at most
- * 192 KiB) into their caches while they wait for it.  A wrong guess (a
- * different expert this step) costs only idle bandwidth.  Pools whose caller
- * never marks steps get no hints.
- */
-void strata_pool_step(struct strata_pool *pool);
-void strata_pool_note(struct strata_pool *pool, int ith, const void *addr, size_t bytes);
-
-/*
  * Scratch memory owned by the pool, 64-byte aligned, grown on demand and kept
  * between calls: valid until the next strata_pool_scratch() call or
  * strata_pool_free().  NULL when out of memory.  Not for use inside tasks.

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "backend/exec.h"
-#include "cpu/pool.h"
 #include "model/ctx_int.h"
 #include "util/log.h"
 
@@ -239,9 +238,6 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 			return -EINVAL;
 		}
 	strata_seq_note_write(s, s->pos);
-	/* each forward runs the tasks of the last one again: the pool's helpers
-	 * prefetch the next task's weights from what that one read */
-	strata_pool_step(c->pool);
 	if (hp->arch == STRATA_ARCH_QWEN4EXP) {
 		rc = strata_q4x_forward(s, tokens, n, logits, all_logits);
 		c->n_forward += !rc;
