@@ -191,9 +191,10 @@ static inline float *row_at(const struct strata_tensor *t, int64_t i1, int64_t i
 			for (int64_t i1 = 0; i1 < (t)->ne[1]; i1++)
 
 /*
- * Sum of x[i]^2 in double, in eight independent partial sums: one chain of
- * dependent adds over a 1024-wide row (4 cycles each) cost decode 1-2%, on
- * the one thread that runs norms while the pool's others wait.
+ * The sum of squares and the scaling run at the kernel level (kernels.h):
+ * norms run on one thread while the pool's others wait, and as portable
+ * loops (one chain of dependent adds at first, then SSE2) they were 1-2% of
+ * a decode step.
  */
 static int op_rms_norm(const struct strata_op *op)
 {

@@ -179,7 +179,8 @@ void strata_silu_mul_f32(float *o, const float *g, const float *u, int64_t n);
 void strata_sigmoid_mul_f32(float *o, const float *x, const float *y, int64_t n);
 /*
  * RMSNorm's halves: the sum of x[i]^2 in double, as eight partial sums
- * (element i into sum i % 8, combined (0+4)+(1+5) + (2+6)+(3+7)), and
+ * (element i of the whole blocks of eight into sum i % 8, the rest into sum
+ * 0, combined ((0+4)+(1+5)) + ((2+6)+(3+7))), and
  * y[i] = x[i] * s * w[i] (w NULL: x[i] * s; y may be x).  The same bits at
  * every SIMD level.
  */

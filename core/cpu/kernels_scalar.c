@@ -259,8 +259,8 @@ static void axpby_f32(float *y, float a, const float *x, float b, int64_t n)
 		y[i] = b * y[i] + a * x[i];
 }
 
-/* Eight partial sums (element i into p[i % 8]) in double: the order every
- * level keeps, so RMSNorm gives the same bits at each. */
+/* Eight partial sums in double (kernels.h: strata_sumsq_f32): the order
+ * every level keeps, so RMSNorm gives the same bits at each. */
 static double sumsq_f32(const float *x, int64_t n)
 {
 	double p[8] = { 0 };
