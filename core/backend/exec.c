@@ -363,6 +363,7 @@ void strata_route_token(uint32_t gating, uint32_t ne, uint32_t k, int norm, floa
 			const float *bias, float *logits, int32_t *experts, float *weights)
 {
 	uint64_t taken[ROUTE_BITMAP_MAX / 64];
+	const int bits = ne <= ROUTE_BITMAP_MAX; /* else the picks are scanned */
 	float sum = 0.0f;
 
 	if (gating == STRATA_GATING_MODE_SIGMOID) {
@@ -383,7 +384,7 @@ void strata_route_token(uint32_t gating, uint32_t ne, uint32_t k, int norm, floa
 	/* Top-k by probability (+ the selection bias, which chooses but never weighs).
 	 * The picks so far are one bit each: scanning them per candidate was
 	 * most of a decode step's routing (k x ne x k/2 compares). */
-	if (ne <= ROUTE_BITMAP_MAX)
+	if (bits)
 		memset(taken, 0, (ne + 63) / 64 * sizeof(taken[0]));
 	for (uint32_t j = 0; j < k; j++) {
 		int32_t best = -1;
@@ -393,7 +394,7 @@ void strata_route_token(uint32_t gating, uint32_t ne, uint32_t k, int norm, floa
 			float score = logits[e] + (bias ? bias[e] : 0.0f);
 			uint64_t t = 0;
 
-			if (ne <= ROUTE_BITMAP_MAX)
+			if (bits)
 				t = taken[e / 64] >> (e % 64) & 1;
 			else
 				for (uint32_t i = 0; i < j; i++)
@@ -403,7 +404,7 @@ void strata_route_token(uint32_t gating, uint32_t ne, uint32_t k, int norm, floa
 				bs = score;
 			}
 		}
-		if (ne <= ROUTE_BITMAP_MAX)
+		if (bits)
 			taken[best / 64] |= (uint64_t)1 << (best % 64);
 		experts[j] = best;
 		weights[j] = logits[best];
