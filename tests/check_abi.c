@@ -12,7 +12,10 @@
  *   - the other direction: io-faulty, handed a version-1 host table that
  *     ends at a guard page, refuses instead of reading the version-2 field;
  *   - host version 2's load_plugin() loads as the core does, and refuses a
- *     plugin loading itself.
+ *     plugin loading itself;
+ *   - the version rule: a plugin built against strata 1.0's header, and one
+ *     built against the next minor's header needing nothing new, load and
+ *     read; one needing the next minor is refused, saying so.
  *
  * Check runs each test in a child process: a fault or an abort() in the core
  * is a failed test, not a crashed suite.
@@ -39,6 +42,7 @@
 
 #define ADIR STRATA_TEST_PLUGIN_DIR "/abi"
 #define FDIR STRATA_PLUGIN_DIR "/test"
+#define HDIR STRATA_TEST_PLUGIN_DIR "/abi-hdr"
 #define NROWS 3001u
 #define RB 110u
 #define ROW 160u
@@ -111,7 +115,7 @@ static const struct {
 	int err;
 	const char *reason;
 } refusals[] = {
-	{ "newer", -EPROTO, "ABI 1.9, newer than this core's 1.2" },
+	{ "newer", -EPROTO, "needs ABI 1.9, newer than this core's 1.2" },
 	{ "null_open", -EBADMSG, "required method open NULL" },
 	{ "null_close", -EBADMSG, "required method close NULL" },
 	{ "null_caps", -EBADMSG, "required method caps NULL" },
@@ -197,7 +201,7 @@ START_TEST(scan_and_command)
 	ck_assert_int_eq(tu_run(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "io    abi-guard "), "%s", out);
 	ck_assert_msg(strstr(out, "path  abi-guardpath "), "%s", out);
-	ck_assert_msg(strstr(out, "strata-abi-newer.so: ABI 1.9, newer than this core's 1.2"),
+	ck_assert_msg(strstr(out, "strata-abi-newer.so: needs ABI 1.9, newer than this core's 1.2"),
 		      "%s", out);
 	ck_assert_msg(strstr(out, "strata-abi-null_reap.so: required method reap NULL"), "%s", out);
 }
@@ -280,6 +284,39 @@ START_TEST(guarded_io_tables)
 	read_through(reg, "abi-guard", 0);
 	read_through(reg, "abi-guard", 3);
 	ck_assert_int_eq(g_lines, 0);
+	strata_registry_free(reg);
+	strata_config_free(&c);
+}
+END_TEST
+
+/*
+ * The version rule (plugin.h): the same io plugin built against strata
+ * 1.0's header loads and reads; built against the next minor's header
+ * needing minor 0 it loads and reads in this core; built against that
+ * header with STRATA_PLUGIN_ABI (needing the next minor) it is refused
+ * with the minor it needs and the core's.
+ */
+START_TEST(older_and_newer_headers)
+{
+	struct strata_config c;
+	struct strata_registry *reg = reg_on(&c, HDIR);
+	struct strata_plugin *p;
+	char want[256];
+
+	make_table();
+	ck_assert_int_eq(strata_registry_load(reg, STRATA_PLUGIN_IO, "abi-hdr10", &p), 0);
+	ck_assert_uint_eq(p->desc->abi, (uint32_t)STRATA_PLUGIN_ABI_MAJOR << 16);
+	read_through(reg, "abi-hdr10", 2);
+	ck_assert_int_eq(strata_registry_load(reg, STRATA_PLUGIN_IO, "abi-next0", &p), 0);
+	ck_assert_uint_eq(p->desc->abi, STRATA_PLUGIN_ABI_NEEDS(0));
+	read_through(reg, "abi-next0", 2);
+	ck_assert_int_eq(g_lines, 0);
+	ck_assert_int_eq(strata_registry_load(reg, STRATA_PLUGIN_IO, "abi-next", &p), -EPROTO);
+	snprintf(want, sizeof(want), "strata-abi-next.so: needs ABI %d.%d, newer than this core's %d.%d",
+		 STRATA_PLUGIN_ABI_MAJOR, STRATA_PLUGIN_ABI_MINOR + 1, STRATA_PLUGIN_ABI_MAJOR,
+		 STRATA_PLUGIN_ABI_MINOR);
+	ck_log_has(want);
+	ck_assert_int_eq(g_lines, 1);
 	strata_registry_free(reg);
 	strata_config_free(&c);
 }
@@ -419,7 +456,7 @@ START_TEST(host_load_plugin)
 	log_reset();
 	ck_assert_int_eq(p->host.load_plugin(&p->host, STRATA_PLUGIN_IO, "abi-newer", &d, &h),
 			 -EPROTO);
-	ck_log_has("strata-abi-newer.so: ABI 1.9, newer than this core's 1.2");
+	ck_log_has("strata-abi-newer.so: needs ABI 1.9, newer than this core's 1.2");
 	log_reset();
 	ck_assert_int_eq(p->host.load_plugin(&p->host, STRATA_PLUGIN_PATH, "abi-guard", &d, &h),
 			 -ENOTSUP);
@@ -439,6 +476,7 @@ int main(void)
 	tcase_add_test(tc, scan_and_command);
 	tcase_add_test(tc, guarded_io_tables);
 	tcase_add_test(tc, guarded_path_tables);
+	tcase_add_test(tc, older_and_newer_headers);
 	tcase_add_test(tc, plugin_checks_host_version);
 	tcase_add_test(tc, host_load_plugin);
 	suite_add_tcase(s, tc);

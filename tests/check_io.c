@@ -1,7 +1,10 @@
 /*
  * check_io.c - the io plugins (io-pread, io-uring, io-direct) through the
  * io ops of include/strata/plugin.h, loaded from STRATA_PLUGIN_DIR like the
- * core loads them.
+ * core loads them: each case of the conformance suite (core/plugin/
+ * io_check.c, what `strata io-check` runs) per variant, what the in-tree
+ * plugins promise beyond the ABI (their caps, keys, modes and scores), and
+ * the command itself, which must fail a plugin that breaks the ABI.
  *
  * Every test runs once per variant (a plugin plus its INI section).  A
  * variant whose plugin is not built here or probes unusable is a skipped
@@ -9,8 +12,7 @@
  * here takes O_DIRECT.  The io-uring cases (tag io_uring) and the other
  * plugins' direct-mode cases (tag o_direct) are ctest tests of their own,
  * check_io.io_uring and check_io.o_direct, so that where the machine lacks
- * them ctest lists them as skipped.  The test file and the random-read
- * workload are in io_pattern.h.
+ * them ctest lists them as skipped.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -25,12 +27,13 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "io_pattern.h"
+#include "plugin/io_check.h"
 #include "plugin/registry.h"
 #include "testutil.h"
 #include "util/log.h"
 
-#define N_READS 4000u
+#define PAGE STRATA_IOCHECK_PAGE
+#define FILE_SIZE STRATA_IOCHECK_FILE_SIZE
 
 struct variant {
 	const char *plugin;
@@ -51,9 +54,10 @@ static const struct variant variants[] = {
 #define N_VARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
 #define N_PLAIN 4
 
-static char g_file[4200]; /* the pattern file */
-static char g_dir[4096];
-static int g_direct_ok;   /* g_dir takes O_DIRECT */
+static struct strata_iocheck g_k; /* the pattern file, its directory, whether O_DIRECT works */
+#define g_file g_k.file
+#define g_dir g_k.dir
+#define g_direct_ok g_k.direct_ok
 
 /* ---- fixture ------------------------------------------------------------- */
 
@@ -104,26 +108,6 @@ static void fx_free(struct fx *f)
 }
 
 
-static void check_done(const struct strata_io_req *r, const char *what)
-{
-	int32_t want = expect_len(r->offset, r->len);
-	long bad;
-
-	ck_assert_msg(r->result == want, "%s: read %u at %llu gave %d, want %d", what,
-		      (unsigned)r->len, (unsigned long long)r->offset, (int)r->result, (int)want);
-	bad = first_bad_byte(r);
-	ck_assert_msg(bad < 0, "%s: read at %llu: byte %ld wrong", what,
-		      (unsigned long long)r->offset, bad);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* ---- tests ---------------------------------------------------------------------- */
 
 static void open_ok(struct fx *f, uint32_t flags, uint32_t depth, void **h)
@@ -143,222 +127,69 @@ static int direct_or_skip(int v)
 	return g_direct_ok;
 }
 
-static void random_reads(int v, int direct)
+/* Conformance case c (io_check.h) on variant v: passes, or fails with the suite's reason. */
+static void run_case(int v, int c)
+{
+	struct strata_iocheck k = g_k;
+	struct fx f;
+	int rc;
+
+	if (!fx_load(&f, v, NULL))
+		return;
+	k.ops = f.ops;
+	k.host = f.host;
+	rc = strata_iocheck_run(&k, c);
+	if (rc > 0)
+		tu_skip("%s, %s: %s", variants[v].label, strata_iocheck_case_name(c), k.err);
+	ck_assert_msg(rc >= 0, "%s, %s: %s", variants[v].label, strata_iocheck_case_name(c), k.err);
+	fx_free(&f);
+}
+
+START_TEST(test_random_reads) { run_case(_i, STRATA_IOCHECK_RANDOM); }
+END_TEST
+START_TEST(test_random_reads_direct) { run_case(_i, STRATA_IOCHECK_RANDOM_DIRECT); }
+END_TEST
+START_TEST(test_eof) { run_case(_i, STRATA_IOCHECK_EOF); }
+END_TEST
+START_TEST(test_eof_direct) { run_case(_i, STRATA_IOCHECK_EOF_DIRECT); }
+END_TEST
+START_TEST(test_misaligned_direct) { run_case(_i, STRATA_IOCHECK_MISALIGNED); }
+END_TEST
+START_TEST(test_reap_timeout) { run_case(_i, STRATA_IOCHECK_REAP_TIMEOUT); }
+END_TEST
+START_TEST(test_close_in_flight) { run_case(_i, STRATA_IOCHECK_CLOSE_IN_FLIGHT); }
+END_TEST
+START_TEST(test_open_errors) { run_case(_i, STRATA_IOCHECK_OPEN_ERRORS); }
+END_TEST
+START_TEST(test_threads) { run_case(_i, STRATA_IOCHECK_THREADS); }
+END_TEST
+
+/* What the in-tree plugins promise beyond the ABI: the depth asked, page alignment direct, none buffered. */
+static void exact_caps(int v, int direct)
 {
 	static const uint32_t depths[] = { 1, 8, 32, 128 };
 	struct fx f;
-	int d;
 
 	if ((direct && !direct_or_skip(v)) || !fx_load(&f, v, NULL))
 		return;
-	{
-		for (d = 0; d < 4; d++) {
-			struct workload w = { depths[d], direct, N_READS, 0x9e3779b97f4a7c15ull + (uint64_t)d, 1 };
-			struct strata_io_caps caps;
-			char err[256] = "";
-			void *h;
-			int n;
-
-			open_ok(&f, direct ? STRATA_IO_DIRECT : 0, depths[d], &h);
-			ck_assert_int_eq(f.ops->caps(h, &caps), 0);
-			ck_assert_int_eq(caps.depth, depths[d]);
-			ck_assert_int_eq(!!(caps.flags & STRATA_IO_CAP_DIRECT), direct);
-			ck_assert_int_eq(caps.buf_align, direct ? PAGE : 1);
-			ck_assert_int_eq(caps.offset_align, direct ? PAGE : 1);
-			ck_assert_int_eq(f.ops->size(h), FILE_SIZE);
-			n = run_reads(f.ops, h, &w, err, sizeof(err));
-			ck_assert_msg(n == 0, "%s %s depth %u: %d errors, first: %s",
-				      variants[v].label, direct ? "direct" : "buffered", depths[d], n,
-				      err);
-			f.ops->close(h);
-		}
-	}
-	fx_free(&f);
-}
-
-START_TEST(test_random_reads) { random_reads(_i, 0); }
-END_TEST
-START_TEST(test_random_reads_direct) { random_reads(_i, 1); }
-END_TEST
-
-/* Reads at and past the end, and one across it. */
-static void eof_reads(int v, int direct)
-{
-	struct fx f;
-
-	if ((direct && !direct_or_skip(v)) || !fx_load(&f, v, NULL))
-		return;
-	{
-		uint64_t last = FILE_SIZE / PAGE * PAGE;
-		uint64_t offs[] = { direct ? last + 3 * PAGE : FILE_SIZE, last, last + PAGE, (uint64_t)1 << 40,
-				    direct ? last - PAGE : FILE_SIZE - 100 };
-		struct strata_io_req r[5], *p[5], *done[5];
-		uint8_t *buf;
+	for (int d = 0; d < 4; d++) {
+		struct strata_io_caps caps;
 		void *h;
-		int i, n, got = 0;
 
-		ck_assert_int_eq(posix_memalign((void **)&buf, PAGE, 5 * 2 * PAGE), 0);
-		open_ok(&f, direct ? STRATA_IO_DIRECT : 0, 8, &h);
-		for (i = 0; i < 5; i++) {
-			r[i] = (struct strata_io_req){ .offset = offs[i], .len = 2 * PAGE,
-						       .buf = buf + i * 2 * PAGE, .user = (uint64_t)i };
-			r[i].result = INT32_MIN;
-			p[i] = &r[i];
-		}
-		ck_assert_int_eq(f.ops->submit(h, p, 5), 5);
-		while (got < 5) {
-			n = f.ops->reap(h, done + got, 5 - got, 5 - got, 5000);
-			ck_assert_int_gt(n, 0);
-			got += n;
-		}
-		for (i = 0; i < 5; i++)
-			check_done(&r[i], variants[v].label);
-		ck_assert_int_eq(r[0].result, 0);
-		ck_assert_int_eq(r[1].result, 2048);
-		ck_assert_int_eq(r[4].result, direct ? PAGE + 2048 : 100);
+		open_ok(&f, direct ? STRATA_IO_DIRECT : 0, depths[d], &h);
+		ck_assert_int_eq(f.ops->caps(h, &caps), 0);
+		ck_assert_int_eq(caps.depth, depths[d]);
+		ck_assert_int_eq(!!(caps.flags & STRATA_IO_CAP_DIRECT), direct);
+		ck_assert_int_eq(caps.buf_align, direct ? PAGE : 1);
+		ck_assert_int_eq(caps.offset_align, direct ? PAGE : 1);
 		f.ops->close(h);
-		free(buf);
 	}
 	fx_free(&f);
 }
 
-START_TEST(test_eof) { eof_reads(_i, 0); }
+START_TEST(test_caps) { exact_caps(_i, 0); }
 END_TEST
-START_TEST(test_eof_direct) { eof_reads(_i, 1); }
-END_TEST
-
-/* A read that breaks a direct handle's alignment completes with -EINVAL; its neighbours work. */
-START_TEST(test_misaligned_direct)
-{
-	struct strata_io_req r[5], *p[5], *done[5];
-	struct fx f;
-	uint8_t *buf;
-	void *h;
-	int i, got = 0;
-
-	if (!direct_or_skip(_i) || !fx_load(&f, _i, NULL))
-		return;
-	ck_assert_int_eq(posix_memalign((void **)&buf, PAGE, 5 * 2 * PAGE), 0);
-	open_ok(&f, STRATA_IO_DIRECT, 4, &h);
-	r[0] = (struct strata_io_req){ .offset = 512, .len = PAGE, .buf = buf };
-	r[1] = (struct strata_io_req){ .offset = PAGE, .len = 100, .buf = buf + 2 * PAGE };
-	r[2] = (struct strata_io_req){ .offset = PAGE, .len = PAGE, .buf = buf + 4 * PAGE + 512 };
-	r[3] = (struct strata_io_req){ .offset = 3 * PAGE, .len = PAGE, .buf = buf + 6 * PAGE };
-	r[4] = (struct strata_io_req){ .offset = 5 * PAGE, .len = PAGE, .buf = buf + 8 * PAGE };
-	for (i = 0; i < 5; i++) {
-		r[i].result = INT32_MIN;
-		p[i] = &r[i];
-	}
-	/* Depth 4: the fifth waits for a slot. */
-	ck_assert_int_eq(f.ops->submit(h, p, 5), 4);
-	ck_assert_int_eq(f.ops->submit(h, p + 4, 1), 0);
-	while (got < 4) {
-		int n = f.ops->reap(h, done, 1, 5, 5000);
-
-		ck_assert_int_gt(n, 0);
-		got += n;
-	}
-	ck_assert_int_eq(f.ops->submit(h, p + 4, 1), 1);
-	ck_assert_int_eq(f.ops->reap(h, done, 1, 5, 5000), 1);
-	ck_assert_ptr_eq(done[0], &r[4]);
-	for (i = 0; i < 3; i++)
-		ck_assert_msg(r[i].result == -EINVAL, "misaligned read %d gave %d, want -EINVAL", i,
-			      (int)r[i].result);
-	check_done(&r[3], variants[_i].label);
-	check_done(&r[4], variants[_i].label);
-	f.ops->close(h);
-	free(buf);
-	fx_free(&f);
-}
-END_TEST
-
-/* reap() honours its timeout and never waits for reads that were not submitted. */
-START_TEST(test_reap_timeout)
-{
-	struct strata_io_req r[16], *p[16], *done[32];
-	struct fx f;
-	uint8_t *buf;
-	double t0;
-	void *h;
-	int i, n, got = 0, polls = 0;
-
-	if (!fx_load(&f, _i, NULL))
-		return;
-	ck_assert_int_eq(posix_memalign((void **)&buf, PAGE, 16 * PAGE), 0);
-	open_ok(&f, g_direct_ok ? STRATA_IO_DIRECT : 0, 16, &h);
-
-	t0 = now_ms();
-	ck_assert_int_eq(f.ops->reap(h, done, 1, 32, 200), 0);
-	ck_assert_int_eq(f.ops->reap(h, done, 1, 32, -1), 0); /* nothing outstanding: no wait */
-	ck_assert_msg(now_ms() - t0 < 1000, "reap with nothing in flight waited %.0f ms",
-		      now_ms() - t0);
-
-	for (i = 0; i < 16; i++) {
-		r[i] = (struct strata_io_req){ .offset = (uint64_t)(i * 37 % 2048) * PAGE,
-					       .len = PAGE, .buf = buf + i * PAGE };
-		p[i] = &r[i];
-	}
-	ck_assert_int_eq(f.ops->submit(h, p, 16), 16);
-	while (got < 16) { /* poll: each call returns at once */
-		t0 = now_ms();
-		n = f.ops->reap(h, done, 0, 2, 0);
-		ck_assert_msg(n >= 0 && n <= 2, "reap(0, 2, 0) = %d", n);
-		ck_assert_msg(now_ms() - t0 < 1000, "reap with timeout 0 took %.0f ms",
-			      now_ms() - t0);
-		got += n;
-		ck_assert_msg(++polls < 10000000, "reads never completed");
-	}
-	for (i = 0; i < 16; i++)
-		check_done(&r[i], variants[_i].label);
-
-	/* min_done above what is outstanding is lowered to it; a wait for ever returns. */
-	ck_assert_int_eq(f.ops->submit(h, p, 16), 16);
-	ck_assert_int_eq(f.ops->reap(h, done, 100, 32, -1), 16);
-	ck_assert_int_eq(f.ops->reap(h, done, 1, 32, 100), 0);
-	f.ops->close(h);
-	free(buf);
-	fx_free(&f);
-}
-END_TEST
-
-/* close() with reads in flight returns, and leaves the buffers alone once it has. */
-START_TEST(test_close_in_flight)
-{
-	struct strata_io_req r[64], *p[64], *done[64];
-	struct fx f;
-	uint8_t *buf;
-	int round, i;
-
-	if (!fx_load(&f, _i, NULL))
-		return;
-	ck_assert_int_eq(posix_memalign((void **)&buf, PAGE, 64 * PAGE), 0);
-	for (round = 0; round < 30; round++) {
-		int direct = g_direct_ok && (round & 1);
-		void *h;
-		int n;
-
-		open_ok(&f, direct ? STRATA_IO_DIRECT : 0, 64, &h);
-		for (i = 0; i < 64; i++) {
-			r[i] = (struct strata_io_req){
-				.offset = (uint64_t)((round * 64 + i) * 131 % 2048) * PAGE,
-				.len = PAGE, .buf = buf + i * PAGE };
-			p[i] = &r[i];
-		}
-		n = f.ops->submit(h, p, (uint32_t)(round % 3 ? 64 : 8));
-		ck_assert_int_gt(n, 0);
-		if (round % 4 == 3)
-			ck_assert_int_ge(f.ops->reap(h, done, 1, 64, -1), 1);
-		f.ops->close(h);
-		/* Whatever the plugin did with the reads, nothing writes here any more. */
-		memset(buf, 0xa5, 64 * PAGE);
-	}
-	usleep(20000);
-	for (i = 0; i < 64 * (int)PAGE; i++)
-		ck_assert_msg(buf[i] == 0xa5, "byte %d written after close()", i);
-	f.ops->close(NULL);
-	free(buf);
-	fx_free(&f);
-}
+START_TEST(test_caps_direct) { exact_caps(_i, 1); }
 END_TEST
 
 static const char *g_log_hit;
@@ -372,24 +203,6 @@ static void log_capture(void *user, int level, const char *line)
 	strcat(g_log_lines, "\n");
 	g_log_hit = g_log_lines;
 }
-
-START_TEST(test_open_errors)
-{
-	struct fx f;
-	void *h = (void *)1;
-	char missing[4200];
-
-	if (!fx_load(&f, _i, NULL))
-		return;
-	snprintf(missing, sizeof(missing), "%s/no-such-file", g_dir);
-	ck_assert_int_eq(f.ops->open(f.host, missing, 0, 8, &h), -ENOENT);
-	ck_assert_ptr_null(h);
-	ck_assert_int_eq(f.ops->open(f.host, missing, STRATA_IO_DIRECT, 8, &h), -ENOENT);
-	ck_assert_int_eq(f.ops->open(f.host, g_dir, 0, 8, &h), -EISDIR);
-	ck_assert_ptr_null(h);
-	fx_free(&f);
-}
-END_TEST
 
 /* procfs refuses O_DIRECT: a clear -EINVAL the core can fall back from. */
 START_TEST(test_open_direct_refused)
@@ -416,52 +229,39 @@ START_TEST(test_open_direct_refused)
 }
 END_TEST
 
-/* One handle per thread, as the core's readers use them. */
-struct thread_job {
-	const struct strata_io_ops *ops;
-	const struct strata_host *host;
-	int direct, errors;
-	uint64_t seed;
-	char err[256];
-};
-
-static void *thread_reads(void *arg)
+/*
+ * `strata io-check`: passes the in-tree plugins, and fails io-faulty when it
+ * cuts reads short (one FAIL line naming the read, exit 1), which it passes
+ * when it injects nothing.
+ */
+START_TEST(test_command)
 {
-	struct thread_job *j = arg;
-	struct workload w = { 32, j->direct, 2000, j->seed, 1 };
-	void *h;
-	int rc = j->ops->open(j->host, g_file, j->direct ? STRATA_IO_DIRECT : 0, 32, &h);
+	char cmd[16384], out[65536], ini[4200];
+	const char *faulty = "[io-faulty]\ninner = io-pread\nshort_rate = 0.02\n";
 
-	if (rc) {
-		j->errors = 1;
-		snprintf(j->err, sizeof(j->err), "open: %s", strerror(-rc));
-		return NULL;
-	}
-	j->errors = run_reads(j->ops, h, &w, j->err, sizeof(j->err));
-	j->ops->close(h);
-	return NULL;
-}
-
-START_TEST(test_threads)
-{
-	struct thread_job jobs[4];
-	pthread_t t[4];
-	struct fx f;
-	int i;
-
-	if (!fx_load(&f, _i, NULL))
-		return;
-	for (i = 0; i < 4; i++) {
-		jobs[i] = (struct thread_job){ f.ops, f.host, g_direct_ok && (i & 1), 0,
-					       0x1234567ull * (uint64_t)(i + 1), "" };
-		ck_assert_int_eq(pthread_create(&t[i], NULL, thread_reads, &jobs[i]), 0);
-	}
-	for (i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
-	for (i = 0; i < 4; i++)
-		ck_assert_msg(jobs[i].errors == 0, "%s thread %d: %s", variants[_i].label, i,
-			      jobs[i].err);
-	fx_free(&f);
+	snprintf(cmd, sizeof(cmd), "%s io-check io-pread --dir %s 2>&1", STRATA_BIN, g_dir);
+	ck_assert_msg(tu_run(cmd, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "io-check: io-pread: 9 passed, 0 skipped, 0 failed") ||
+			      (!g_direct_ok && strstr(out, "io-check: io-pread: 6 passed, 3 skipped, 0 failed")),
+		      "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s io-check io-faulty --plugin-dir %s/test --dir %s 2>&1",
+		 STRATA_BIN, STRATA_PLUGIN_DIR, g_dir);
+	ck_assert_msg(tu_run(cmd, out, sizeof(out)) == 0, "%s", out);
+	snprintf(ini, sizeof(ini), "%s/faulty.ini", g_dir);
+	ck_assert_int_eq(tu_write_file(ini, faulty, strlen(faulty)), 0);
+	snprintf(cmd, sizeof(cmd), "%s io-check io-faulty -c %s --plugin-dir %s/test --dir %s 2>&1",
+		 STRATA_BIN, ini, STRATA_PLUGIN_DIR, g_dir);
+	ck_assert_int_eq(tu_run(cmd, out, sizeof(out)), 1);
+	unlink(ini);
+	ck_assert_msg(strstr(out, "  FAIL  random reads ") && strstr(out, "(want "), "%s", out);
+	ck_assert_msg(strstr(out, "strata: error: io-check: io-faulty ("), "%s", out);
+	/* Not an io plugin, and no plugin at all: one error line each. */
+	snprintf(cmd, sizeof(cmd), "%s io-check path-batched 2>&1", STRATA_BIN);
+	ck_assert_int_eq(tu_run(cmd, out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, "path-batched") && !strstr(out, "io-check: path-batched"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s io-check io-nonesuch 2>&1", STRATA_BIN);
+	ck_assert_int_eq(tu_run(cmd, out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, "strata-io-nonesuch.so not found"), "%s", out);
 }
 END_TEST
 
@@ -628,56 +428,16 @@ END_TEST
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-/* A directory for the test file, preferring one that takes O_DIRECT. */
-static int pick_dir(void)
-{
-	const char *env = getenv("TMPDIR");
-	const char *cands[] = { env, STRATA_PLUGIN_DIR "/..", "/var/tmp", "/tmp" };
-	size_t i;
-
-	g_dir[0] = 0;
-	for (i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
-		char dir[4096], file[4200];
-
-		if (!cands[i] || !cands[i][0])
-			continue;
-		snprintf(dir, sizeof(dir), "%s/strata-check-io-XXXXXX", cands[i]);
-		if (!mkdtemp(dir))
-			continue;
-		snprintf(file, sizeof(file), "%s/pattern.bin", dir);
-		if (make_file(file)) {
-			rmdir(dir);
-			continue;
-		}
-		if (direct_works(file) || !g_dir[0]) {
-			if (g_dir[0]) {
-				unlink(g_file);
-				rmdir(g_dir);
-			}
-			snprintf(g_dir, sizeof(g_dir), "%s", dir);
-			snprintf(g_file, sizeof(g_file), "%s", file);
-			g_direct_ok = direct_works(file);
-			if (g_direct_ok)
-				return 0;
-		} else {
-			unlink(file);
-			rmdir(dir);
-		}
-	}
-	return g_dir[0] ? 0 : -1;
-}
-
 static void remove_dir(void)
 {
 	char p[4200];
 	int v;
 
-	unlink(g_file);
 	for (v = 0; v < N_VARIANTS; v++) {
 		snprintf(p, sizeof(p), "%s/v%d.ini", g_dir, v);
 		unlink(p);
 	}
-	rmdir(g_dir);
+	strata_iocheck_cleanup(&g_k);
 }
 
 int main(void)
@@ -688,7 +448,7 @@ int main(void)
 	TCase *uring = tcase_create("uring");
 	int rc;
 
-	if (pick_dir()) {
+	if (strata_iocheck_prepare(&g_k, STRATA_PLUGIN_DIR "/..")) {
 		printf("SKIP: cannot write an %u-byte test file in any temporary directory\n",
 		       FILE_SIZE);
 		return STRATA_TEST_SKIP;
@@ -696,6 +456,7 @@ int main(void)
 	printf("io test file: %s (O_DIRECT %s)\n", g_file, g_direct_ok ? "works" : "refused");
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_random_reads, 0, N_PLAIN);
+	tcase_add_loop_test(tc, test_caps, 0, N_PLAIN);
 	tcase_add_loop_test(tc, test_eof, 0, N_PLAIN);
 	tcase_add_loop_test(tc, test_reap_timeout, 0, N_PLAIN);
 	tcase_add_loop_test(tc, test_close_in_flight, 0, N_PLAIN);
@@ -705,11 +466,13 @@ int main(void)
 	tcase_add_test(tc, test_bad_keys);
 	tcase_add_test(tc, test_direct_modes);
 	tcase_add_test(tc, test_scores);
+	tcase_add_test(tc, test_command);
 	suite_add_tcase(s, tc);
 
 	tcase_set_tags(direct, "o_direct");
 	tcase_set_timeout(direct, 300);
 	tcase_add_loop_test(direct, test_random_reads_direct, 0, N_PLAIN);
+	tcase_add_loop_test(direct, test_caps_direct, 0, N_PLAIN);
 	tcase_add_loop_test(direct, test_eof_direct, 0, N_PLAIN);
 	tcase_add_loop_test(direct, test_misaligned_direct, 0, N_PLAIN);
 	tcase_add_test(direct, test_direct_modes_direct);
@@ -719,6 +482,8 @@ int main(void)
 	tcase_set_tags(uring, "io_uring");
 	tcase_set_timeout(uring, 300);
 	tcase_add_loop_test(uring, test_random_reads, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_caps, N_PLAIN, N_VARIANTS);
+	tcase_add_loop_test(uring, test_caps_direct, N_PLAIN, N_VARIANTS);
 	tcase_add_loop_test(uring, test_random_reads_direct, N_PLAIN, N_VARIANTS);
 	tcase_add_loop_test(uring, test_eof, N_PLAIN, N_VARIANTS);
 	tcase_add_loop_test(uring, test_eof_direct, N_PLAIN, N_VARIANTS);

@@ -152,7 +152,7 @@ static const struct refusal_case {
 	const char *reason;
 } refusals[] = {
 	{ "abi", -EPROTO, "ABI major 2, core expects 1" },
-	{ "newer", -EPROTO, "ABI 1.9, newer than this core's 1.2" },
+	{ "newer", -EPROTO, "needs ABI 1.9, newer than this core's 1.2" },
 	{ "noentry", -ENOSYS, "no entry symbol strata_plugin_entry (not a strata plugin)" },
 	{ "nullentry", -ENODATA, "entry strata_plugin_entry returned NULL" },
 	{ "io", -ENOTSUP, "kind path expected, got io" },
@@ -848,7 +848,7 @@ START_TEST(test_cmd_plugins)
 	ck_assert_int_eq(run_cmd(argv_bad, 4, out, sizeof(out)), 1);
 	ck_log_has("bad.ini:2: unknown key 'chunk' in [path-batched]");
 	ck_assert_int_eq(run_cmd(argv_opt, 2, out, sizeof(out)), 1);
-	ck_log_has("unknown option '--bogus'");
+	ck_log_has("unknown argument '--bogus'");
 	rm_dir(dir);
 	free(ini);
 }

@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "gguf/gguf.h"
+#include "plugin/io_check.h"
 #include "plugin/registry.h"
 #include "ple/ple.h"
 #include "serve/serve.h"
@@ -24,6 +25,7 @@ static const struct command g_commands[] = {
 	{ "info", strata_cmd_info, "print a GGUF file's metadata and tensors" },
 	{ "tokenize", strata_cmd_tokenize, "print the token ids of a text" },
 	{ "plugins", strata_cmd_plugins, "list the plugins on the search path" },
+	{ "io-check", strata_cmd_io_check, "run the io plugin conformance suite on one" },
 	{ "ple-ids", strata_cmd_ple_ids, "print the 16 PLE row ids of each token" },
 	{ "ple-bench", strata_cmd_ple_bench, "benchmark the PLE reader on the disk" },
 };

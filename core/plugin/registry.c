@@ -6,7 +6,7 @@
  *   -ENOEXEC  the system cannot load the file
  *   -ENOSYS   no strata_plugin_entry symbol
  *   -ENODATA  strata_plugin_entry returned NULL
- *   -EPROTO   ABI major differs from the core's
+ *   -EPROTO   ABI major differs from the core's, or it needs a newer minor
  *   -ENOTSUP  kind differs from the one asked for (or is unknown)
  *   -EBADMSG  a required descriptor field or method is NULL, or the name is bad
  *   -ENODEV   probe() says the plugin is unusable on this machine
@@ -542,11 +542,12 @@ static int load_one(struct strata_registry *reg, const char *path, uint32_t kind
 			    (unsigned)STRATA_PLUGIN_ABI_MAJOR);
 		goto fail;
 	}
-	/* A newer minor may use host fields or conventions this core lacks: refuse it
-	 * with a reason rather than let it find out.  Older minors are served exactly
-	 * (the core never reads past the versions they declare). */
+	/* abi names the lowest minor the plugin needs (plugin.h's version rule): one
+	 * newer than this core's may use host fields or kinds this core lacks, so it
+	 * is refused with a reason rather than left to find out.  Older minors are
+	 * served exactly (the core never reads past the versions they declare). */
 	if ((d->abi & 0xffffu) > STRATA_PLUGIN_ABI_MINOR) {
-		rc = refuse(why, -EPROTO, "ABI %u.%u, newer than this core's %u.%u",
+		rc = refuse(why, -EPROTO, "needs ABI %u.%u, newer than this core's %u.%u",
 			    (unsigned)(d->abi >> 16), (unsigned)(d->abi & 0xffffu),
 			    (unsigned)STRATA_PLUGIN_ABI_MAJOR, (unsigned)STRATA_PLUGIN_ABI_MINOR);
 		goto fail;

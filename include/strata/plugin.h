@@ -12,7 +12,27 @@
  *     only ever appended to.  A newer minor appends fields; the core never
  *     reads past the version a plugin declares, and a plugin must check
  *     host->version before using a host field added after version 1.
+ *   - A plugin states the lowest minor it needs, not the header it was built
+ *     with: desc.abi = STRATA_PLUGIN_ABI_NEEDS(n), n the newest minor whose
+ *     additions it uses (the list below).  So a plugin rebuilt against a
+ *     newer header, using nothing new, still loads in an older core; a core
+ *     refuses one that needs a minor newer than its own, with the reason.
+ *       minor 0: kinds io and path; host version 1
+ *       minor 1: host version 2 (load_plugin)
+ *       minor 2: kind gpu (strata/backend.h); host version 3 (dequantize)
+ *   - Structs the core hands a plugin to fill or read (struct strata_io_caps,
+ *     strata_io_req, strata_part) are zeroed by the core before use and may
+ *     grow at their end in a later minor: a plugin writes only the fields it
+ *     knows, takes them by pointer, and never sizes an array of them.
  *   - Optional methods may be NULL; required methods are marked so below.
+ *
+ * STRATA_PLUGIN_DEFINE(desc) declares and defines the entry point; with it a
+ * plugin's whole tie to the core is one descriptor:
+ *
+ *     static const struct strata_plugin_desc my_desc = {
+ *             .abi = STRATA_PLUGIN_ABI_NEEDS(0), .kind = STRATA_PLUGIN_IO, ...
+ *     };
+ *     STRATA_PLUGIN_DEFINE(my_desc)
  *
  * Errors: every int-returning method returns 0 (or a non-negative count)
  * on success and a negative errno value on failure.  The core turns it into
@@ -35,14 +55,22 @@ extern "C" {
 /* 1: strata_host version 2 (load_plugin); 2: the gpu kind's ops table
  * (strata/backend.h), strata_host version 3 (dequantize) */
 #define STRATA_PLUGIN_ABI_MINOR 2
-#define STRATA_PLUGIN_ABI \
-	((uint32_t)((STRATA_PLUGIN_ABI_MAJOR << 16) | STRATA_PLUGIN_ABI_MINOR))
+/* A descriptor's abi: this major and the lowest minor the plugin needs. */
+#define STRATA_PLUGIN_ABI_NEEDS(minor) \
+	((uint32_t)((STRATA_PLUGIN_ABI_MAJOR << 16) | (uint32_t)(minor)))
+/* Needs everything this header has: safe, but it will not load in an older core. */
+#define STRATA_PLUGIN_ABI STRATA_PLUGIN_ABI_NEEDS(STRATA_PLUGIN_ABI_MINOR)
 #define STRATA_PLUGIN_ENTRY_SYMBOL "strata_plugin_entry"
 
 #if defined(_WIN32)
 #define STRATA_PLUGIN_EXPORT __declspec(dllexport)
 #else
 #define STRATA_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+#ifdef __cplusplus
+#define STRATA_PLUGIN_EXTERN_C extern "C"
+#else
+#define STRATA_PLUGIN_EXTERN_C
 #endif
 
 /* Plugin kinds.  Values are part of the ABI and never reused. */
@@ -118,7 +146,7 @@ struct strata_host {
  * The descriptor every plugin returns from strata_plugin_entry().
  */
 struct strata_plugin_desc {
-	uint32_t abi;            /* STRATA_PLUGIN_ABI the plugin was built with */
+	uint32_t abi;            /* STRATA_PLUGIN_ABI_NEEDS(lowest minor it needs) */
 	uint32_t kind;           /* enum strata_plugin_kind */
 	const char *name;        /* short unique name, e.g. "io-uring" */
 	const char *version;     /* the plugin's own version, e.g. "1.0.0" */
@@ -141,6 +169,20 @@ struct strata_plugin_desc {
 };
 
 typedef const struct strata_plugin_desc *(*strata_plugin_entry_fn)(void);
+
+/*
+ * Declare and define the exported entry point returning &desc (a static
+ * const struct strata_plugin_desc).  The prototype comes first, so a
+ * definition that does not match strata_plugin_entry_fn fails to compile.
+ */
+#define STRATA_PLUGIN_DEFINE(desc)                                                           \
+	STRATA_PLUGIN_EXTERN_C STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *        \
+	strata_plugin_entry(void);                                                           \
+	STRATA_PLUGIN_EXTERN_C STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *        \
+	strata_plugin_entry(void)                                                            \
+	{                                                                                    \
+		return &(desc);                                                              \
+	}
 
 /* ------------------------------------------------------------------------
  * Kind PATH: how one part of a prompt is fed to the model.

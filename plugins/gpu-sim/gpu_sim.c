@@ -707,7 +707,7 @@ static const char *const g_keys[] = {
 };
 
 static const struct strata_plugin_desc g_desc = {
-	.abi = STRATA_PLUGIN_ABI,
+	.abi = STRATA_PLUGIN_ABI_NEEDS(2),
 	.kind = STRATA_PLUGIN_GPU,
 	.name = GS_NAME,
 	.version = "1.0.0",
@@ -717,7 +717,4 @@ static const struct strata_plugin_desc g_desc = {
 	.config_keys = g_keys,
 };
 
-STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *strata_plugin_entry(void)
-{
-	return &g_desc;
-}
+STRATA_PLUGIN_DEFINE(g_desc)

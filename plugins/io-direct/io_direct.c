@@ -45,21 +45,21 @@ void strata_dio_finish_or_resume_(struct dio *d, uint32_t ix, int32_t res)
 	int rc;
 
 	if (res < 0) {
-		if ((res != -EAGAIN && res != -EINTR) || ++d->s.tries[ix] >= IOC_MAX_TRIES) {
-			ioc_finish(&d->s, ix, *got ? (int32_t)*got : res);
+		if ((res != -EAGAIN && res != -EINTR) || ++d->s.tries[ix] >= STRATA_IOH_MAX_TRIES) {
+			strata_ioh_finish(&d->s, ix, *got ? (int32_t)*got : res);
 			return;
 		}
 		rc = strata_dio_restart_(d, ix);
 		if (!rc)
 			return;
-		ioc_finish(&d->s, ix, *got ? (int32_t)*got : rc > 0 ? 0 : rc);
+		strata_ioh_finish(&d->s, ix, *got ? (int32_t)*got : rc > 0 ? 0 : rc);
 		return;
 	}
 	*got += (uint32_t)res;
 	if (res > 0 && *got < r->len && (int64_t)(r->offset + *got) < d->size &&
 	    strata_dio_restart_(d, ix) == 0)
 		return;
-	ioc_finish(&d->s, ix, (int32_t)*got);
+	strata_ioh_finish(&d->s, ix, (int32_t)*got);
 }
 
 static void direct_close(void *handle)
@@ -75,7 +75,7 @@ static void direct_close(void *handle)
 	free(d->cls);
 	free(d->ixs);
 	free(d->start);
-	ioc_slots_free(&d->s);
+	strata_ioh_slots_free(&d->s);
 	free(d);
 }
 
@@ -108,8 +108,8 @@ static int direct_open(const struct strata_host *host, const char *path, uint32_
 	*handle = NULL;
 	if (!host || host->version < 1)
 		return -EPROTO;
-	if ((rc = ioc_depth(host, depth, &depth)) < 0 ||
-	    (rc = ioc_key_bool(host, "inline_submit", &inl)) < 0)
+	if ((rc = strata_ioh_depth(host, depth, &depth)) < 0 ||
+	    (rc = strata_ioh_key_bool(host, "inline_submit", &inl)) < 0)
 		return rc;
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -129,7 +129,7 @@ static int direct_open(const struct strata_host *host, const char *path, uint32_
 	d->ixs = calloc(depth, sizeof(*d->ixs));
 	d->start = calloc(depth, sizeof(*d->start));
 	if (!d->queue || !d->cls || !d->ixs || !d->start ||
-	    (rc = ioc_slots_init(&d->s, depth)) < 0) {
+	    (rc = strata_ioh_slots_init(&d->s, depth)) < 0) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -137,7 +137,7 @@ static int direct_open(const struct strata_host *host, const char *path, uint32_
 		goto fail;
 	if (!d->inline_mode && (rc = strata_dio_async_init_(d)) < 0 && (rc = fall_back_inline(d, rc)) < 0)
 		goto fail;
-	d->align = direct ? IOC_DIRECT_ALIGN : 1;
+	d->align = direct ? STRATA_IOH_DIRECT_ALIGN : 1;
 	d->flags = (d->inline_mode ? STRATA_IO_CAP_INLINE : STRATA_IO_CAP_ASYNC) |
 		   (direct ? STRATA_IO_CAP_DIRECT : 0);
 	*handle = d;
@@ -173,19 +173,19 @@ static int direct_submit(void *handle, struct strata_io_req *const *reqs, uint32
 	uint32_t taken, m = 0, started, cut, i;
 
 	for (taken = 0; taken < n && reqs[taken]; taken++) {
-		int ix = ioc_slot_take(&d->s, reqs[taken]);
+		int ix = strata_ioh_slot_take(&d->s, reqs[taken]);
 
 		if (ix < 0)
 			break;
 		d->ixs[taken] = (uint32_t)ix;
-		d->cls[taken] = ioc_check_req(reqs[taken], d->align);
+		d->cls[taken] = strata_ioh_check_req(reqs[taken], d->align);
 	}
 	if (!taken)
 		return n && !reqs[0] ? -EINVAL : 0;
 	if (d->inline_mode) {
 		for (i = 0; i < taken; i++) {
 			if (d->cls[i]) {
-				ioc_finish(&d->s, d->ixs[i], d->cls[i] < 0 ? d->cls[i] : 0);
+				strata_ioh_finish(&d->s, d->ixs[i], d->cls[i] < 0 ? d->cls[i] : 0);
 			} else {
 				d->queue[(d->q_head + d->q_n) % d->s.depth] = d->ixs[i];
 				d->q_n++;
@@ -206,11 +206,11 @@ static int direct_submit(void *handle, struct strata_io_req *const *reqs, uint32
 	}
 	for (i = 0; i < cut; i++)
 		if (d->cls[i])
-			ioc_finish(&d->s, d->ixs[i], d->cls[i] < 0 ? d->cls[i] : 0);
+			strata_ioh_finish(&d->s, d->ixs[i], d->cls[i] < 0 ? d->cls[i] : 0);
 	for (i = taken; i > cut; i--)
-		ioc_slot_untake(&d->s, d->ixs[i - 1]);
+		strata_ioh_slot_untake(&d->s, d->ixs[i - 1]);
 	/* The kernel takes no read at all and none is outstanding: reaping would not help. */
-	if (!cut && !ioc_outstanding(&d->s))
+	if (!cut && !strata_ioh_outstanding(&d->s))
 		return -EAGAIN;
 	return (int)cut;
 }
@@ -223,8 +223,8 @@ static void inline_reads(struct dio *d, uint32_t target, uint64_t deadline)
 
 		d->q_head = (d->q_head + 1) % d->s.depth;
 		d->q_n--;
-		ioc_finish(&d->s, ix, strata_dio_read_sync_(d, ix));
-		if (!ioc_left_ms(deadline))
+		strata_ioh_finish(&d->s, ix, strata_dio_read_sync_(d, ix));
+		if (!strata_ioh_left_ms(deadline))
 			break;
 	}
 }
@@ -233,21 +233,21 @@ static int direct_reap(void *handle, struct strata_io_req **done, uint32_t min_d
 		       uint32_t max_done, int timeout_ms)
 {
 	struct dio *d = handle;
-	uint64_t deadline = ioc_deadline(timeout_ms);
+	uint64_t deadline = strata_ioh_deadline(timeout_ms);
 	int err = 0;
 
-	if (min_done > ioc_outstanding(&d->s))
-		min_done = ioc_outstanding(&d->s);
+	if (min_done > strata_ioh_outstanding(&d->s))
+		min_done = strata_ioh_outstanding(&d->s);
 	if (min_done > max_done)
 		min_done = max_done;
 	if (d->inline_mode) {
 		/* min_done 0 still reads one: nobody else will. */
 		inline_reads(d, min_done ? min_done : (max_done ? 1 : 0), deadline);
-		return (int)ioc_pop_ready(&d->s, done, max_done);
+		return (int)strata_ioh_pop_ready(&d->s, done, max_done);
 	}
 	while (d->inflight) {
 		uint32_t need = d->s.n_ready < min_done ? min_done - d->s.n_ready : 0;
-		uint64_t left = need ? ioc_left_ms(deadline) : 0;
+		uint64_t left = need ? strata_ioh_left_ms(deadline) : 0;
 		int n;
 
 		if (!left)
@@ -267,7 +267,7 @@ static int direct_reap(void *handle, struct strata_io_req **done, uint32_t min_d
 			     strerror(-err));
 		return err;
 	}
-	return (int)ioc_pop_ready(&d->s, done, max_done);
+	return (int)strata_ioh_pop_ready(&d->s, done, max_done);
 }
 
 static const struct strata_io_ops direct_ops = {
@@ -284,7 +284,7 @@ static const struct strata_io_ops direct_ops = {
 static const char *const direct_keys[] = { "inline_submit", NULL };
 
 static const struct strata_plugin_desc direct_desc = {
-	.abi = STRATA_PLUGIN_ABI,
+	.abi = STRATA_PLUGIN_ABI_NEEDS(0),
 	.kind = STRATA_PLUGIN_IO,
 	.name = "io-direct",
 	.version = "1.0.0",
@@ -294,7 +294,4 @@ static const struct strata_plugin_desc direct_desc = {
 	.config_keys = direct_keys,
 };
 
-STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *strata_plugin_entry(void)
-{
-	return &direct_desc;
-}
+STRATA_PLUGIN_DEFINE(direct_desc)

@@ -8,7 +8,7 @@
 #ifndef STRATA_IO_DIRECT_H
 #define STRATA_IO_DIRECT_H
 
-#include "io_common.h" /* first: it sets _GNU_SOURCE */
+#include "strata/io_helpers.h" /* first: it sets _GNU_SOURCE */
 
 #include <stdint.h>
 
@@ -39,11 +39,11 @@ struct dio {
 	uint32_t align;
 	uint32_t flags;     /* strata_io_caps.flags */
 	int64_t size;       /* at open: where a short read is the end of the file */
-	struct ioc_slots s;
+	struct strata_ioh_slots s;
 	uint32_t *queue;    /* inline: FIFO of slots to read */
 	uint32_t q_head, q_n;
 	uint32_t inflight;  /* async: reads the kernel holds */
-	int32_t *cls;       /* submit(): ioc_check_req() per taken request */
+	int32_t *cls;       /* submit(): strata_ioh_check_req() per taken request */
 	uint32_t *ixs;      /* submit(): slot per taken request */
 	uint32_t *start;    /* submit(): slots to start */
 #ifdef _WIN32

@@ -18,23 +18,23 @@
 
 int strata_dio_open_(struct dio *d, const char *path, int direct)
 {
-	d->fd = ioc_open_fd(d->host, path, direct);
+	d->fd = strata_ioh_open_fd(d->host, path, direct);
 	if (d->fd < 0)
 		return d->fd;
-	d->size = ioc_fd_size(d->fd);
+	d->size = strata_ioh_fd_size(d->fd);
 	return d->size < 0 ? (int)d->size : 0;
 }
 
 int64_t strata_dio_size_(struct dio *d)
 {
-	return ioc_fd_size(d->fd);
+	return strata_ioh_fd_size(d->fd);
 }
 
 int32_t strata_dio_read_sync_(struct dio *d, uint32_t ix)
 {
 	struct strata_io_req *r = d->s.req[ix];
 
-	return ioc_pread_full(d->fd, r->buf, r->len, r->offset);
+	return strata_ioh_pread_full(d->fd, r->buf, r->len, r->offset);
 }
 
 #ifdef HAVE_KAIO
@@ -101,7 +101,7 @@ uint32_t strata_dio_start_(struct dio *d, const uint32_t *ix, uint32_t n)
 			break;
 		} else if (errno != EINTR) {
 			/* The first iocb is refused: that read fails, the rest go on. */
-			ioc_finish(&d->s, ix[done], -errno);
+			strata_ioh_finish(&d->s, ix[done], -errno);
 			done++;
 		}
 	}
@@ -161,7 +161,7 @@ void strata_dio_drain_(struct dio *d)
 			break;
 		for (i = 0; i < n; i++) {
 			d->inflight--;
-			ioc_finish(&d->s, (uint32_t)d->ev[i].data, -ECANCELED);
+			strata_ioh_finish(&d->s, (uint32_t)d->ev[i].data, -ECANCELED);
 		}
 	}
 }

@@ -96,7 +96,7 @@ int strata_dio_open_(struct dio *d, const char *path, int direct)
 	if (d->file == INVALID_HANDLE_VALUE) {
 		DWORD e = GetLastError();
 
-		return e == ERROR_INVALID_PARAMETER && direct ? ioc_direct_refused(d->host, path)
+		return e == ERROR_INVALID_PARAMETER && direct ? strata_ioh_direct_refused(d->host, path)
 							       : win_errno(e);
 	}
 	if (!GetFileSizeEx(d->file, &sz))
@@ -105,20 +105,20 @@ int strata_dio_open_(struct dio *d, const char *path, int direct)
 	if (!direct)
 		return 0;
 	/* Before the port is attached, so this read posts no completion packet. */
-	blk = d->host->aligned_alloc(IOC_DIRECT_ALIGN, IOC_DIRECT_ALIGN);
+	blk = d->host->aligned_alloc(STRATA_IOH_DIRECT_ALIGN, STRATA_IOH_DIRECT_ALIGN);
 	if (!blk)
 		return -ENOMEM;
 	{
 		HANDLE ev = d->inline_mode ? NULL : CreateEventW(NULL, TRUE, FALSE, NULL);
 
-		r = d->inline_mode || ev ? win_read_once(d->file, blk, IOC_DIRECT_ALIGN, 0, ev)
+		r = d->inline_mode || ev ? win_read_once(d->file, blk, STRATA_IOH_DIRECT_ALIGN, 0, ev)
 					 : -ENOMEM;
 		if (ev)
 			CloseHandle(ev);
 	}
 	d->host->aligned_free(blk);
 	if (r == -EINVAL)
-		return ioc_direct_refused(d->host, path);
+		return strata_ioh_direct_refused(d->host, path);
 	return r < 0 ? r : 0;
 }
 
@@ -202,7 +202,7 @@ uint32_t strata_dio_start_(struct dio *d, const uint32_t *ix, uint32_t n)
 			continue;
 		if (win_no_room(e))
 			break;
-		ioc_finish(&d->s, ix[i], e == ERROR_HANDLE_EOF ? 0 : win_errno(e));
+		strata_ioh_finish(&d->s, ix[i], e == ERROR_HANDLE_EOF ? 0 : win_errno(e));
 	}
 	return i;
 }
@@ -257,7 +257,7 @@ void strata_dio_drain_(struct dio *d)
 			struct wslot *w = (struct wslot *)d->ents[i].lpOverlapped;
 
 			d->inflight--;
-			ioc_finish(&d->s, w->ix, -ECANCELED);
+			strata_ioh_finish(&d->s, w->ix, -ECANCELED);
 		}
 	}
 }

@@ -41,7 +41,7 @@
  *
  * Threading: like every io plugin, a handle is used by one thread at a time.
  */
-#include "io_common.h" /* first: it sets _GNU_SOURCE */
+#include "strata/io_helpers.h" /* first: it sets _GNU_SOURCE */
 
 #include <errno.h>
 #include <limits.h>
@@ -231,8 +231,8 @@ static int read_config(const struct strata_host *host, struct fcfg *c)
 	if ((rc = key_rate(host, "eio_rate", &c->eio_rate)) < 0 ||
 	    (rc = key_rate(host, "short_rate", &c->short_rate)) < 0 ||
 	    (rc = key_rate(host, "stall_rate", &c->stall_rate)) < 0 ||
-	    (rc = ioc_key_u32(host, "delay_us", 0, DELAY_US_MAX, &c->delay_us)) < 0 ||
-	    (rc = ioc_key_u32(host, "stall_ms", 1, STALL_MS_MAX, &c->stall_ms)) < 0)
+	    (rc = strata_ioh_key_u32(host, "delay_us", 0, DELAY_US_MAX, &c->delay_us)) < 0 ||
+	    (rc = strata_ioh_key_u32(host, "stall_ms", 1, STALL_MS_MAX, &c->stall_ms)) < 0)
 		return rc;
 	v = host->config_get(host, NULL, "fail_at");
 	if (v && parse_fail_at(v, c)) {
@@ -375,7 +375,7 @@ static int open_inner(struct faulty *h, const char *path, uint32_t flags, uint32
 	memset(&caps, 0, sizeof(caps));
 	if ((rc = h->in->caps(h->ih, &caps)))
 		return rc;
-	h->depth = caps.depth ? caps.depth : depth ? depth : IOC_DEFAULT_DEPTH;
+	h->depth = caps.depth ? caps.depth : depth ? depth : STRATA_IOH_DEFAULT_DEPTH;
 	h->p = calloc(h->depth, sizeof(*h->p));
 	h->tmp = calloc(h->depth, sizeof(*h->tmp));
 	h->path = strdup(path);
@@ -617,7 +617,7 @@ static const char *const faulty_keys[] = { "inner", "seed", "eio_rate", "short_r
 					   NULL };
 
 static const struct strata_plugin_desc faulty_desc = {
-	.abi = STRATA_PLUGIN_ABI,
+	.abi = STRATA_PLUGIN_ABI_NEEDS(1),
 	.kind = STRATA_PLUGIN_IO,
 	.name = "io-faulty",
 	.version = "1.0.0",
@@ -628,7 +628,4 @@ static const struct strata_plugin_desc faulty_desc = {
 	.config_keys = faulty_keys,
 };
 
-STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *strata_plugin_entry(void)
-{
-	return &faulty_desc;
-}
+STRATA_PLUGIN_DEFINE(faulty_desc)

@@ -15,7 +15,7 @@
  * worker has started is always finished before close() returns (its buffer
  * is written by then); requests still queued at close() are dropped unread.
  */
-#include "io_common.h" /* first: it sets _GNU_SOURCE */
+#include "strata/io_helpers.h" /* first: it sets _GNU_SOURCE */
 
 #include <errno.h>
 #include <pthread.h>
@@ -33,9 +33,9 @@
 struct preader {
 	const struct strata_host *host;
 	int fd;
-	uint32_t align; /* 1, or IOC_DIRECT_ALIGN for a direct handle */
+	uint32_t align; /* 1, or STRATA_IOH_DIRECT_ALIGN for a direct handle */
 	uint32_t flags; /* strata_io_caps.flags */
-	struct ioc_slots s;
+	struct strata_ioh_slots s;
 	uint32_t *queue; /* FIFO of slot indices no worker has taken yet */
 	uint32_t q_head, q_n;
 	uint32_t want;   /* reap() sleeps until this many are ready */
@@ -68,10 +68,10 @@ static void *worker(void *arg)
 		req = h->s.req[ix];
 		pthread_mutex_unlock(&h->mu);
 
-		r = ioc_pread_full(h->fd, req->buf, req->len, req->offset);
+		r = strata_ioh_pread_full(h->fd, req->buf, req->len, req->offset);
 
 		pthread_mutex_lock(&h->mu);
-		ioc_finish(&h->s, ix, r);
+		strata_ioh_finish(&h->s, ix, r);
 		if (h->s.n_ready >= h->want)
 			pthread_cond_signal(&h->done_cv);
 	}
@@ -107,7 +107,7 @@ static void pread_close(void *handle)
 		close(h->fd);
 	free(h->threads);
 	free(h->queue);
-	ioc_slots_free(&h->s);
+	strata_ioh_slots_free(&h->s);
 	free(h);
 }
 
@@ -173,10 +173,10 @@ static int pread_open(const struct strata_host *host, const char *path, uint32_t
 	*handle = NULL;
 	if (!host || host->version < 1)
 		return -EPROTO;
-	if ((rc = ioc_depth(host, depth, &depth)) < 0)
+	if ((rc = strata_ioh_depth(host, depth, &depth)) < 0)
 		return rc;
 	threads = depth;
-	if ((rc = ioc_key_u32(host, "threads", 1, IOC_MAX_DEPTH, &threads)) < 0)
+	if ((rc = strata_ioh_key_u32(host, "threads", 1, STRATA_IOH_MAX_DEPTH, &threads)) < 0)
 		return rc;
 	if (threads > depth)
 		threads = depth;
@@ -185,16 +185,16 @@ static int pread_open(const struct strata_host *host, const char *path, uint32_t
 	if (!h)
 		return -ENOMEM;
 	h->host = host;
-	h->fd = ioc_open_fd(host, path, direct);
+	h->fd = strata_ioh_open_fd(host, path, direct);
 	if (h->fd < 0) {
 		rc = h->fd;
 		goto fail;
 	}
-	h->align = direct ? IOC_DIRECT_ALIGN : 1;
+	h->align = direct ? STRATA_IOH_DIRECT_ALIGN : 1;
 	h->flags = STRATA_IO_CAP_ASYNC | (direct ? STRATA_IO_CAP_DIRECT : 0);
 	h->want = 1;
 	h->queue = calloc(depth, sizeof(*h->queue));
-	if (!h->queue || (rc = ioc_slots_init(&h->s, depth)) < 0) {
+	if (!h->queue || (rc = strata_ioh_slots_init(&h->s, depth)) < 0) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -220,7 +220,7 @@ static int pread_caps(void *handle, struct strata_io_caps *caps)
 
 static int64_t pread_size(void *handle)
 {
-	return ioc_fd_size(((struct preader *)handle)->fd);
+	return strata_ioh_fd_size(((struct preader *)handle)->fd);
 }
 
 static int pread_submit(void *handle, struct strata_io_req *const *reqs, uint32_t n)
@@ -234,12 +234,12 @@ static int pread_submit(void *handle, struct strata_io_req *const *reqs, uint32_
 
 		if (!reqs[i])
 			break;
-		ix = ioc_slot_take(&h->s, reqs[i]);
+		ix = strata_ioh_slot_take(&h->s, reqs[i]);
 		if (ix < 0)
 			break;
-		c = ioc_check_req(reqs[i], h->align);
+		c = strata_ioh_check_req(reqs[i], h->align);
 		if (c) {
-			ioc_finish(&h->s, (uint32_t)ix, c < 0 ? c : 0);
+			strata_ioh_finish(&h->s, (uint32_t)ix, c < 0 ? c : 0);
 			continue;
 		}
 		h->queue[(h->q_head + h->q_n) % h->s.depth] = (uint32_t)ix;
@@ -273,18 +273,18 @@ static int pread_reap(void *handle, struct strata_io_req **done, uint32_t min_do
 		      uint32_t max_done, int timeout_ms)
 {
 	struct preader *h = handle;
-	uint64_t deadline = ioc_deadline(timeout_ms);
+	uint64_t deadline = strata_ioh_deadline(timeout_ms);
 	uint32_t n;
 
 	pthread_mutex_lock(&h->mu);
 	/* Never wait for reads that were not submitted, nor for more than fit in done[]. */
-	if (min_done > ioc_outstanding(&h->s))
-		min_done = ioc_outstanding(&h->s);
+	if (min_done > strata_ioh_outstanding(&h->s))
+		min_done = strata_ioh_outstanding(&h->s);
 	if (min_done > max_done)
 		min_done = max_done;
 	h->want = min_done ? min_done : 1;
 	while (h->s.n_ready < min_done) {
-		uint64_t left = ioc_left_ms(deadline);
+		uint64_t left = strata_ioh_left_ms(deadline);
 
 		if (!left)
 			break;
@@ -297,7 +297,7 @@ static int pread_reap(void *handle, struct strata_io_req **done, uint32_t min_do
 		}
 	}
 	h->want = 1;
-	n = ioc_pop_ready(&h->s, done, max_done);
+	n = strata_ioh_pop_ready(&h->s, done, max_done);
 	pthread_mutex_unlock(&h->mu);
 	return (int)n;
 }
@@ -316,7 +316,7 @@ static const struct strata_io_ops pread_ops = {
 static const char *const pread_keys[] = { "threads", NULL };
 
 static const struct strata_plugin_desc pread_desc = {
-	.abi = STRATA_PLUGIN_ABI,
+	.abi = STRATA_PLUGIN_ABI_NEEDS(0),
 	.kind = STRATA_PLUGIN_IO,
 	.name = "io-pread",
 	.version = "1.0.0",
@@ -326,7 +326,4 @@ static const struct strata_plugin_desc pread_desc = {
 	.config_keys = pread_keys,
 };
 
-STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *strata_plugin_entry(void)
-{
-	return &pread_desc;
-}
+STRATA_PLUGIN_DEFINE(pread_desc)

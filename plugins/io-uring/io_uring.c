@@ -25,7 +25,7 @@
  * -EAGAIN / -EINTR, are resubmitted for the rest (a few times at most), so
  * a result is short only at end of file or after a real error.
  */
-#include "io_common.h" /* first: it sets _GNU_SOURCE */
+#include "strata/io_helpers.h" /* first: it sets _GNU_SOURCE */
 
 #include <errno.h>
 #include <liburing.h>
@@ -60,7 +60,7 @@ struct uring {
 	uint32_t align;
 	uint32_t flags;   /* strata_io_caps.flags */
 	int64_t size;     /* at open: where a short read is the end of the file */
-	struct ioc_slots s;
+	struct strata_ioh_slots s;
 	uint32_t inflight; /* SQEs prepared whose CQE has not come */
 	struct regbuf *bufs; /* sorted by base */
 	uint32_t n_bufs;
@@ -194,17 +194,17 @@ static int uring_submit(void *handle, struct strata_io_req *const *reqs, uint32_
 	int rc;
 
 	for (i = 0; i < n && reqs[i]; i++) {
-		int ix = ioc_slot_take(&u->s, reqs[i]), c;
+		int ix = strata_ioh_slot_take(&u->s, reqs[i]), c;
 
 		if (ix < 0)
 			break;
-		c = ioc_check_req(reqs[i], u->align);
+		c = strata_ioh_check_req(reqs[i], u->align);
 		if (c) {
-			ioc_finish(&u->s, (uint32_t)ix, c < 0 ? c : 0);
+			strata_ioh_finish(&u->s, (uint32_t)ix, c < 0 ? c : 0);
 			continue;
 		}
 		if (prep(u, (uint32_t)ix) < 0) {
-			ioc_slot_untake(&u->s, (uint32_t)ix);
+			strata_ioh_slot_untake(&u->s, (uint32_t)ix);
 			break;
 		}
 	}
@@ -229,17 +229,17 @@ static void complete(struct uring *u, uint64_t data, int res)
 	r = u->s.req[ix];
 	got = &u->s.got[ix];
 	if (res < 0) {
-		if ((res == -EAGAIN || res == -EINTR) && ++u->s.tries[ix] < IOC_MAX_TRIES &&
+		if ((res == -EAGAIN || res == -EINTR) && ++u->s.tries[ix] < STRATA_IOH_MAX_TRIES &&
 		    prep(u, ix) == 0)
 			return;
-		ioc_finish(&u->s, ix, *got ? (int32_t)*got : res);
+		strata_ioh_finish(&u->s, ix, *got ? (int32_t)*got : res);
 		return;
 	}
 	*got += (uint32_t)res;
 	if (res > 0 && *got < r->len && (int64_t)(r->offset + *got) < u->size &&
 	    prep(u, ix) == 0)
 		return;
-	ioc_finish(&u->s, ix, (int32_t)*got);
+	strata_ioh_finish(&u->s, ix, (int32_t)*got);
 }
 
 /* Take every CQE that is there. */
@@ -260,11 +260,11 @@ static int uring_reap(void *handle, struct strata_io_req **done, uint32_t min_do
 		      uint32_t max_done, int timeout_ms)
 {
 	struct uring *u = handle;
-	uint64_t deadline = ioc_deadline(timeout_ms);
+	uint64_t deadline = strata_ioh_deadline(timeout_ms);
 	int err = 0;
 
-	if (min_done > ioc_outstanding(&u->s))
-		min_done = ioc_outstanding(&u->s);
+	if (min_done > strata_ioh_outstanding(&u->s))
+		min_done = strata_ioh_outstanding(&u->s);
 	if (min_done > max_done)
 		min_done = max_done;
 	for (;;) {
@@ -278,7 +278,7 @@ static int uring_reap(void *handle, struct strata_io_req **done, uint32_t min_do
 		err = flush(u); /* resubmitted rests, or SQEs a busy kernel refused */
 		if (err || u->s.n_ready >= min_done || !coming(u))
 			break;
-		left = ioc_left_ms(deadline);
+		left = strata_ioh_left_ms(deadline);
 		if (!left)
 			break;
 		ts.tv_sec = (long long)(left / 1000u);
@@ -300,7 +300,7 @@ static int uring_reap(void *handle, struct strata_io_req **done, uint32_t min_do
 			     strerror(-err));
 		return err;
 	}
-	return (int)ioc_pop_ready(&u->s, done, max_done);
+	return (int)strata_ioh_pop_ready(&u->s, done, max_done);
 }
 
 /* ---- open / close -------------------------------------------------------------- */
@@ -338,7 +338,7 @@ static void drain(struct uring *u)
 			u->inflight--;
 		} else if (data < u->s.depth && u->s.req[data]) {
 			u->inflight--;
-			ioc_finish(&u->s, (uint32_t)data, cqe->res);
+			strata_ioh_finish(&u->s, (uint32_t)data, cqe->res);
 		}
 		io_uring_cqe_seen(&u->ring, cqe);
 	}
@@ -357,7 +357,7 @@ static void uring_close(void *handle)
 	if (u->fd >= 0)
 		close(u->fd);
 	free(u->bufs);
-	ioc_slots_free(&u->s);
+	strata_ioh_slots_free(&u->s);
 	free(u);
 }
 
@@ -396,10 +396,10 @@ static int read_keys(const struct strata_host *host, uint32_t *depth, int *sqpol
 {
 	int rc;
 
-	if ((rc = ioc_depth(host, *depth, depth)) < 0 ||
-	    (rc = ioc_key_u32(host, "depth", 1, IOC_MAX_DEPTH, depth)) < 0 ||
-	    (rc = ioc_key_bool(host, "sqpoll", sqpoll)) < 0 ||
-	    (rc = ioc_key_bool(host, "fixed_buffers", fixed)) < 0)
+	if ((rc = strata_ioh_depth(host, *depth, depth)) < 0 ||
+	    (rc = strata_ioh_key_u32(host, "depth", 1, STRATA_IOH_MAX_DEPTH, depth)) < 0 ||
+	    (rc = strata_ioh_key_bool(host, "sqpoll", sqpoll)) < 0 ||
+	    (rc = strata_ioh_key_bool(host, "fixed_buffers", fixed)) < 0)
 		return rc;
 	return 0;
 }
@@ -421,22 +421,22 @@ static int uring_open(const struct strata_host *host, const char *path, uint32_t
 	u->host = host;
 	u->sqpoll = sqpoll;
 	u->fixed_ok = fixed;
-	u->fd = ioc_open_fd(host, path, direct);
+	u->fd = strata_ioh_open_fd(host, path, direct);
 	if (u->fd < 0) {
 		rc = u->fd;
 		goto fail;
 	}
-	u->size = ioc_fd_size(u->fd);
+	u->size = strata_ioh_fd_size(u->fd);
 	if (u->size < 0) {
 		rc = (int)u->size;
 		goto fail;
 	}
-	if ((rc = ioc_slots_init(&u->s, depth)) < 0 || (rc = init_ring(u, depth)) < 0)
+	if ((rc = strata_ioh_slots_init(&u->s, depth)) < 0 || (rc = init_ring(u, depth)) < 0)
 		goto fail;
 	u->ring_ok = 1;
 	/* A registered file spares the kernel an fget/fput per read. */
 	u->fixed_file = io_uring_register_files(&u->ring, &u->fd, 1) == 0;
-	u->align = direct ? IOC_DIRECT_ALIGN : 1;
+	u->align = direct ? STRATA_IOH_DIRECT_ALIGN : 1;
 	u->flags = STRATA_IO_CAP_ASYNC | (direct ? STRATA_IO_CAP_DIRECT : 0) |
 		   (fixed ? STRATA_IO_CAP_FIXED_BUFFERS : 0);
 	*handle = u;
@@ -459,7 +459,7 @@ static int uring_caps(void *handle, struct strata_io_caps *caps)
 
 static int64_t uring_size(void *handle)
 {
-	return ioc_fd_size(((struct uring *)handle)->fd);
+	return strata_ioh_fd_size(((struct uring *)handle)->fd);
 }
 
 static int cmp_base(const void *a, const void *b)
@@ -484,7 +484,7 @@ static int uring_register_buffers(void *handle, void *const *bufs, const size_t 
 
 	if (!u->fixed_ok)
 		return -ENOTSUP;
-	if (ioc_outstanding(&u->s))
+	if (strata_ioh_outstanding(&u->s))
 		return -EBUSY;
 	if (u->n_bufs) {
 		io_uring_unregister_buffers(&u->ring);
@@ -536,7 +536,7 @@ static const struct strata_io_ops uring_ops = {
 static const char *const uring_keys[] = { "depth", "sqpoll", "fixed_buffers", NULL };
 
 static const struct strata_plugin_desc uring_desc = {
-	.abi = STRATA_PLUGIN_ABI,
+	.abi = STRATA_PLUGIN_ABI_NEEDS(0),
 	.kind = STRATA_PLUGIN_IO,
 	.name = "io-uring",
 	.version = "1.0.0",
@@ -546,7 +546,4 @@ static const struct strata_plugin_desc uring_desc = {
 	.config_keys = uring_keys,
 };
 
-STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *strata_plugin_entry(void)
-{
-	return &uring_desc;
-}
+STRATA_PLUGIN_DEFINE(uring_desc)

@@ -145,7 +145,7 @@ static const struct strata_path_ops batched_ops = {
 };
 
 static const struct strata_plugin_desc batched_desc = {
-	.abi = STRATA_PLUGIN_ABI,
+	.abi = STRATA_PLUGIN_ABI_NEEDS(0),
 	.kind = STRATA_PLUGIN_PATH,
 	.name = "path-batched",
 	.version = "1.0.0",
@@ -155,7 +155,4 @@ static const struct strata_plugin_desc batched_desc = {
 	.config_keys = NULL,
 };
 
-STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *strata_plugin_entry(void)
-{
-	return &batched_desc;
-}
+STRATA_PLUGIN_DEFINE(batched_desc)

@@ -124,7 +124,7 @@ static const struct strata_path_ops window_ops = {
 };
 
 static const struct strata_plugin_desc window_desc = {
-	.abi = STRATA_PLUGIN_ABI,
+	.abi = STRATA_PLUGIN_ABI_NEEDS(0),
 	.kind = STRATA_PLUGIN_PATH,
 	.name = "path-window",
 	.version = "1.0.0",
@@ -135,7 +135,4 @@ static const struct strata_plugin_desc window_desc = {
 	.config_keys = NULL,
 };
 
-STRATA_PLUGIN_EXPORT const struct strata_plugin_desc *strata_plugin_entry(void)
-{
-	return &window_desc;
-}
+STRATA_PLUGIN_DEFINE(window_desc)

@@ -20,6 +20,13 @@
  *   ops0        io ops version 0
  *   noops       no ops table
  *   noprobe     no probe()
+ * and, into STRATA_TEST_PLUGIN_DIR/abi-hdr, the plain io plugin built
+ * against other headers than the core's (the version rule of plugin.h):
+ *   hdr10       strata 1.0's header (tests/plugins/abi-1.0), abi 1.0: loads
+ *   next0       the next minor's header (made from the core's at configure
+ *               time, a host field appended), STRATA_PLUGIN_ABI_NEEDS(0): loads
+ *   next        the same header, STRATA_PLUGIN_ABI (needs the next minor):
+ *               refused with the reason
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +46,8 @@
 
 #if defined(AP_NEWER)
 #define AP_ABI_VALUE ((uint32_t)((STRATA_PLUGIN_ABI_MAJOR << 16) | 9u))
+#elif defined(AP_NEEDS0)
+#define AP_ABI_VALUE STRATA_PLUGIN_ABI_NEEDS(0)
 #else
 #define AP_ABI_VALUE STRATA_PLUGIN_ABI
 #endif

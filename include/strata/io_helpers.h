@@ -1,24 +1,39 @@
 /*
- * io_common.h - the pieces the in-tree io plugins (io-pread, io-uring,
- * io-direct) share: INI value parsing, the per-handle slot table with its
- * queue of finished reads, request checks against the caps, and the POSIX
- * open / size / full-read helpers.
+ * strata/io_helpers.h - what an io plugin needs besides the ABI (part of
+ * the plugin SDK; header-only, everything `static inline`, links nothing).
  *
- * Header-only and all `static`: every plugin is its own shared object that
- * links nothing but libc (and liburing), so each compiles its own copy.
- * This directory has no CMakeLists.txt on purpose: it is not a plugin.
- * Include it first: on Linux it needs _GNU_SOURCE (O_DIRECT) before any
- * system header.
+ * The in-tree io plugins (io-pread, io-uring, io-direct, io-faulty) are
+ * built on it, and so can a third party's: parsing the plugin's INI keys
+ * (strata_ioh_key_u32, strata_ioh_key_bool, strata_ioh_depth), the
+ * per-handle request slots with their FIFO of finished reads, the checks a
+ * request must pass against the handle's caps (strata_ioh_check_req), the
+ * reap() deadline arithmetic, and on POSIX the open (with the direct-I/O
+ * probe), size and resuming-read helpers.  Nothing here keeps global state,
+ * so handles need no locking between each other.
  *
- * Slot model.  A handle has `depth` slots.  submit() takes a free slot per
- * request and keeps it until reap() hands the request back, so at most
- * `depth` requests are outstanding (queued, in flight or finished and not
- * yet reaped).  A finished request goes to the ready FIFO with its result
- * set; reap() pops from there.  This is what guarantees "never lose a
- * request": every accepted request ends in the FIFO exactly once.
+ * Include it before any system header: on Linux it defines _GNU_SOURCE
+ * (for O_DIRECT).
+ *
+ * The slot model.  A handle has `depth` slots.  submit() takes a free slot
+ * per request (strata_ioh_slot_take) and keeps it until reap() hands the
+ * request back (strata_ioh_pop_ready), so at most `depth` requests are
+ * outstanding: queued, in flight, or finished and not yet reaped.  A
+ * finished request goes to the ready FIFO with its result set
+ * (strata_ioh_finish); reap() pops from there.  That is how a plugin keeps
+ * the ABI's promise never to lose a request: every accepted request ends
+ * in the FIFO exactly once.  A minimal inline plugin:
+ *
+ *     submit: for each req: ix = strata_ioh_slot_take(&s, req); if ix < 0
+ *             stop (the handle is full: return how many were taken);
+ *             rc = strata_ioh_check_req(req, align); if rc != 0 finish it
+ *             now with rc < 0 ? rc : 0, else remember it as queued
+ *     reap:   read the queued ones (strata_ioh_pread_full), finish each,
+ *             then return strata_ioh_pop_ready(&s, done, max_done)
+ *
+ * examples/io-mmap in strata's source tree is a whole plugin built this way.
  */
-#ifndef STRATA_IO_COMMON_H
-#define STRATA_IO_COMMON_H
+#ifndef STRATA_IO_HELPERS_H
+#define STRATA_IO_HELPERS_H
 
 #if !defined(_WIN32) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* O_DIRECT */
@@ -41,18 +56,18 @@
 #include "strata/plugin.h"
 
 /* Alignment promised for direct handles: a multiple of every logical block size in use. */
-#define IOC_DIRECT_ALIGN 4096u
+#define STRATA_IOH_DIRECT_ALIGN 4096u
 /* Reads in flight when neither the core nor the INI says. */
-#define IOC_DEFAULT_DEPTH 32u
+#define STRATA_IOH_DEFAULT_DEPTH 32u
 /* More than this per handle only costs memory: the disk queue is ~1K deep. */
-#define IOC_MAX_DEPTH 4096u
+#define STRATA_IOH_MAX_DEPTH 4096u
 /* A read the kernel keeps answering -EAGAIN / -EINTR to is failed after this many tries. */
-#define IOC_MAX_TRIES 8u
+#define STRATA_IOH_MAX_TRIES 8u
 
 /* ---- INI values ---------------------------------------------------------- */
 
 /* Decimal digits only, lo..hi. */
-static inline int ioc_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+static inline int strata_ioh_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 {
 	uint64_t v = 0;
 
@@ -71,7 +86,7 @@ static inline int ioc_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_
 	return 0;
 }
 
-static inline int ioc_streq_nocase(const char *a, const char *b)
+static inline int strata_ioh_streq_nocase(const char *a, const char *b)
 {
 	for (; *a && *b; a++, b++) {
 		char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a;
@@ -84,18 +99,18 @@ static inline int ioc_streq_nocase(const char *a, const char *b)
 }
 
 /* true/false, yes/no, on/off, 1/0 (any case). */
-static inline int ioc_parse_bool(const char *s, int *out)
+static inline int strata_ioh_parse_bool(const char *s, int *out)
 {
 	static const char *const yes[] = { "true", "yes", "on", "1" };
 	static const char *const no[] = { "false", "no", "off", "0" };
 	size_t i;
 
 	for (i = 0; s && i < 4; i++) {
-		if (ioc_streq_nocase(s, yes[i])) {
+		if (strata_ioh_streq_nocase(s, yes[i])) {
 			*out = 1;
 			return 0;
 		}
-		if (ioc_streq_nocase(s, no[i])) {
+		if (strata_ioh_streq_nocase(s, no[i])) {
 			*out = 0;
 			return 0;
 		}
@@ -108,14 +123,14 @@ static inline int ioc_parse_bool(const char *s, int *out)
  * the key is unset).  Returns 1 when set, 0 when unset, -EINVAL after
  * logging the bad value.
  */
-static inline int ioc_key_u32(const struct strata_host *host, const char *key, uint32_t lo,
+static inline int strata_ioh_key_u32(const struct strata_host *host, const char *key, uint32_t lo,
 			      uint32_t hi, uint32_t *out)
 {
 	const char *v = host->config_get(host, NULL, key);
 
 	if (!v)
 		return 0;
-	if (ioc_parse_u32(v, lo, hi, out)) {
+	if (strata_ioh_parse_u32(v, lo, hi, out)) {
 		host->log(host, STRATA_LOG_ERROR, "%s = '%s' is invalid: expected %u..%u", key, v,
 			  (unsigned)lo, (unsigned)hi);
 		return -EINVAL;
@@ -123,14 +138,14 @@ static inline int ioc_key_u32(const struct strata_host *host, const char *key, u
 	return 1;
 }
 
-/* Like ioc_key_u32 for a true/false key. */
-static inline int ioc_key_bool(const struct strata_host *host, const char *key, int *out)
+/* Like strata_ioh_key_u32 for a true/false key. */
+static inline int strata_ioh_key_bool(const struct strata_host *host, const char *key, int *out)
 {
 	const char *v = host->config_get(host, NULL, key);
 
 	if (!v)
 		return 0;
-	if (ioc_parse_bool(v, out)) {
+	if (strata_ioh_parse_bool(v, out)) {
 		host->log(host, STRATA_LOG_ERROR,
 			  "%s = '%s' is invalid: expected true or false", key, v);
 		return -EINVAL;
@@ -139,20 +154,20 @@ static inline int ioc_key_bool(const struct strata_host *host, const char *key, 
 }
 
 /* The depth a handle runs at: the core's, 0 meaning the default. */
-static inline int ioc_depth(const struct strata_host *host, uint32_t asked, uint32_t *depth)
+static inline int strata_ioh_depth(const struct strata_host *host, uint32_t asked, uint32_t *depth)
 {
-	if (asked > IOC_MAX_DEPTH) {
+	if (asked > STRATA_IOH_MAX_DEPTH) {
 		host->log(host, STRATA_LOG_ERROR, "depth %u is too large (at most %u)",
-			  (unsigned)asked, IOC_MAX_DEPTH);
+			  (unsigned)asked, STRATA_IOH_MAX_DEPTH);
 		return -EINVAL;
 	}
-	*depth = asked ? asked : IOC_DEFAULT_DEPTH;
+	*depth = asked ? asked : STRATA_IOH_DEFAULT_DEPTH;
 	return 0;
 }
 
 /* ---- slots ----------------------------------------------------------------- */
 
-struct ioc_slots {
+struct strata_ioh_slots {
 	uint32_t depth;
 	struct strata_io_req **req; /* [depth] the request a slot holds, NULL when free */
 	uint32_t *got;              /* [depth] bytes already read (short reads resume) */
@@ -163,7 +178,7 @@ struct ioc_slots {
 	uint32_t ready_head, n_ready;
 };
 
-static inline void ioc_slots_free(struct ioc_slots *s)
+static inline void strata_ioh_slots_free(struct strata_ioh_slots *s)
 {
 	free(s->req);
 	free(s->got);
@@ -173,7 +188,7 @@ static inline void ioc_slots_free(struct ioc_slots *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static inline int ioc_slots_init(struct ioc_slots *s, uint32_t depth)
+static inline int strata_ioh_slots_init(struct strata_ioh_slots *s, uint32_t depth)
 {
 	uint32_t i;
 
@@ -185,7 +200,7 @@ static inline int ioc_slots_init(struct ioc_slots *s, uint32_t depth)
 	s->free_ix = calloc(depth, sizeof(*s->free_ix));
 	s->ready = calloc(depth, sizeof(*s->ready));
 	if (!s->req || !s->got || !s->tries || !s->free_ix || !s->ready) {
-		ioc_slots_free(s);
+		strata_ioh_slots_free(s);
 		return -ENOMEM;
 	}
 	/* Popped from the top: slot 0 first, which keeps small runs cache-friendly. */
@@ -196,19 +211,19 @@ static inline int ioc_slots_init(struct ioc_slots *s, uint32_t depth)
 }
 
 /* Requests accepted and not yet reaped. */
-static inline uint32_t ioc_outstanding(const struct ioc_slots *s)
+static inline uint32_t strata_ioh_outstanding(const struct strata_ioh_slots *s)
 {
 	return s->depth - s->n_free;
 }
 
 /* Requests accepted and not yet finished (queued or with the kernel). */
-static inline uint32_t ioc_pending(const struct ioc_slots *s)
+static inline uint32_t strata_ioh_pending(const struct strata_ioh_slots *s)
 {
 	return s->depth - s->n_free - s->n_ready;
 }
 
 /* A free slot holding req, or -1 when all depth slots are taken. */
-static inline int ioc_slot_take(struct ioc_slots *s, struct strata_io_req *req)
+static inline int strata_ioh_slot_take(struct strata_ioh_slots *s, struct strata_io_req *req)
 {
 	uint32_t ix;
 
@@ -222,14 +237,14 @@ static inline int ioc_slot_take(struct ioc_slots *s, struct strata_io_req *req)
 }
 
 /* Hand slot ix back unreaped (the request was never started). */
-static inline void ioc_slot_untake(struct ioc_slots *s, uint32_t ix)
+static inline void strata_ioh_slot_untake(struct strata_ioh_slots *s, uint32_t ix)
 {
 	s->req[ix] = NULL;
 	s->free_ix[s->n_free++] = ix;
 }
 
 /* The request in slot ix finished with `result` (bytes or -errno). */
-static inline void ioc_finish(struct ioc_slots *s, uint32_t ix, int32_t result)
+static inline void strata_ioh_finish(struct strata_ioh_slots *s, uint32_t ix, int32_t result)
 {
 	s->req[ix]->result = result;
 	s->ready[(s->ready_head + s->n_ready) % s->depth] = ix;
@@ -237,7 +252,7 @@ static inline void ioc_finish(struct ioc_slots *s, uint32_t ix, int32_t result)
 }
 
 /* Pop up to max finished requests into done[], freeing their slots. */
-static inline uint32_t ioc_pop_ready(struct ioc_slots *s, struct strata_io_req **done,
+static inline uint32_t strata_ioh_pop_ready(struct strata_ioh_slots *s, struct strata_io_req **done,
 				     uint32_t max)
 {
 	uint32_t n = 0;
@@ -248,7 +263,7 @@ static inline uint32_t ioc_pop_ready(struct ioc_slots *s, struct strata_io_req *
 		s->ready_head = (s->ready_head + 1) % s->depth;
 		s->n_ready--;
 		done[n++] = s->req[ix];
-		ioc_slot_untake(s, ix);
+		strata_ioh_slot_untake(s, ix);
 	}
 	return n;
 }
@@ -259,7 +274,7 @@ static inline uint32_t ioc_pop_ready(struct ioc_slots *s, struct strata_io_req *
  * than the int32 result can report).  A bad request is a completion, not a
  * failed submit(), so the caller sees it beside the reads it batched with.
  */
-static inline int ioc_check_req(const struct strata_io_req *req, uint32_t align)
+static inline int strata_ioh_check_req(const struct strata_io_req *req, uint32_t align)
 {
 	if (req->len > (uint32_t)INT32_MAX || req->offset > (uint64_t)INT64_MAX - req->len)
 		return -EINVAL;
@@ -272,7 +287,7 @@ static inline int ioc_check_req(const struct strata_io_req *req, uint32_t align)
 
 /* ---- time ------------------------------------------------------------------ */
 
-static inline uint64_t ioc_now_ms(void)
+static inline uint64_t strata_ioh_now_ms(void)
 {
 #ifdef _WIN32
 	return (uint64_t)GetTickCount64();
@@ -285,24 +300,24 @@ static inline uint64_t ioc_now_ms(void)
 }
 
 /* Milliseconds left before deadline (UINT64_MAX = none); 0 when passed. */
-static inline uint64_t ioc_left_ms(uint64_t deadline)
+static inline uint64_t strata_ioh_left_ms(uint64_t deadline)
 {
 	uint64_t now;
 
 	if (deadline == UINT64_MAX)
 		return UINT64_MAX;
-	now = ioc_now_ms();
+	now = strata_ioh_now_ms();
 	return now >= deadline ? 0 : deadline - now;
 }
 
 /* Deadline for a reap() timeout_ms (< 0 = wait for ever). */
-static inline uint64_t ioc_deadline(int timeout_ms)
+static inline uint64_t strata_ioh_deadline(int timeout_ms)
 {
-	return timeout_ms < 0 ? UINT64_MAX : ioc_now_ms() + (uint64_t)timeout_ms;
+	return timeout_ms < 0 ? UINT64_MAX : strata_ioh_now_ms() + (uint64_t)timeout_ms;
 }
 
 /* The warning for a file system that refuses direct I/O; returns -EINVAL. */
-static inline int ioc_direct_refused(const struct strata_host *host, const char *path)
+static inline int strata_ioh_direct_refused(const struct strata_host *host, const char *path)
 {
 #ifdef _WIN32
 	const char *how = "unbuffered I/O (FILE_FLAG_NO_BUFFERING)";
@@ -321,7 +336,7 @@ static inline int ioc_direct_refused(const struct strata_host *host, const char 
 /* ---- POSIX files -------------------------------------------------------------- */
 
 /* Size of a regular file or block device, or -errno. */
-static inline int64_t ioc_fd_size(int fd)
+static inline int64_t strata_ioh_fd_size(int fd)
 {
 	struct stat st;
 	off_t end;
@@ -339,7 +354,7 @@ static inline int64_t ioc_fd_size(int fd)
  * or -errno.  Direct fds resume at block multiples (a short direct read ends
  * on one), so the alignment holds.
  */
-static inline int32_t ioc_pread_full(int fd, void *buf, uint32_t len, uint64_t off)
+static inline int32_t strata_ioh_pread_full(int fd, void *buf, uint32_t len, uint64_t off)
 {
 	uint32_t got = 0;
 
@@ -365,7 +380,7 @@ static inline int32_t ioc_pread_full(int fd, void *buf, uint32_t len, uint64_t o
  * or, as some do, only at the first read, which is why one block is read
  * here.
  */
-static inline int ioc_open_fd(const struct strata_host *host, const char *path, int direct)
+static inline int strata_ioh_open_fd(const struct strata_host *host, const char *path, int direct)
 {
 	struct stat st;
 	int fd, rc;
@@ -376,11 +391,11 @@ static inline int ioc_open_fd(const struct strata_host *host, const char *path, 
 	fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
 #else
 	if (direct) /* e.g. macOS: F_NOCACHE is a hint, not a bypass with alignment rules */
-		return ioc_direct_refused(host, path);
+		return strata_ioh_direct_refused(host, path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 #endif
 	if (fd < 0)
-		return errno == EINVAL && direct ? ioc_direct_refused(host, path) : -errno;
+		return errno == EINVAL && direct ? strata_ioh_direct_refused(host, path) : -errno;
 	if (fstat(fd, &st)) {
 		rc = -errno;
 		close(fd);
@@ -391,7 +406,7 @@ static inline int ioc_open_fd(const struct strata_host *host, const char *path, 
 		return -EISDIR;
 	}
 	if (direct) {
-		void *blk = host->aligned_alloc(IOC_DIRECT_ALIGN, IOC_DIRECT_ALIGN);
+		void *blk = host->aligned_alloc(STRATA_IOH_DIRECT_ALIGN, STRATA_IOH_DIRECT_ALIGN);
 		ssize_t r;
 
 		if (!blk) {
@@ -399,17 +414,17 @@ static inline int ioc_open_fd(const struct strata_host *host, const char *path, 
 			return -ENOMEM;
 		}
 		do
-			r = pread(fd, blk, IOC_DIRECT_ALIGN, 0);
+			r = pread(fd, blk, STRATA_IOH_DIRECT_ALIGN, 0);
 		while (r < 0 && errno == EINTR);
 		rc = r < 0 ? -errno : 0;
 		host->aligned_free(blk);
 		if (rc) {
 			close(fd);
-			return rc == -EINVAL ? ioc_direct_refused(host, path) : rc;
+			return rc == -EINVAL ? strata_ioh_direct_refused(host, path) : rc;
 		}
 	}
 	return fd;
 }
 #endif /* !_WIN32 */
 
-#endif /* STRATA_IO_COMMON_H */
+#endif /* STRATA_IO_HELPERS_H */
