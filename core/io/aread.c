@@ -87,8 +87,8 @@ static int open_handle(struct strata_aread *a)
 
 	if (rc == -EINVAL && (a->flags & STRATA_IO_DIRECT)) {
 		/* Once per aread: a reopen keeps the buffered mode found here. */
-		strata_warn("%s: the file system refuses direct I/O: %s are read through the "
-			    "page cache", a->path, a->what);
+		strata_warn("%s: the file system (or io plugin %s) refuses direct I/O: %s are "
+			    "read through the page cache", a->path, a->io_name, a->what);
 		a->flags &= ~STRATA_IO_DIRECT;
 		rc = ops->open(a->o.host, a->path, a->flags, a->o.depth, &a->handle);
 	}

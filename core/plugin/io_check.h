@@ -44,6 +44,7 @@ struct strata_iocheck {
 	char dir[4096];  /* a directory of our own: open() of it must say -EISDIR */
 	char file[4200]; /* the pattern file inside it */
 	int direct_ok;   /* the file's file system takes O_DIRECT */
+	int plugin_direct; /* the plugin opens it direct; -1 until a case asks (set ops first) */
 	char err[512];   /* why the last case failed or was skipped */
 };
 

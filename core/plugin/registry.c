@@ -229,7 +229,15 @@ static int add_path_list(struct strata_registry *reg, const char *list)
 	return 0;
 }
 
-/* The executable's directory and its plugins/ subdirectory. */
+#ifndef STRATA_BIN_TO_PLUGINS
+#define STRATA_BIN_TO_PLUGINS "../lib/strata"
+#endif
+
+/*
+ * The executable's directory, its plugins/ subdirectory (a build tree) and,
+ * where it exists, the installed plugin directory relative to it
+ * (STRATA_BIN_TO_PLUGINS, from the build's install layout: ../lib/strata).
+ */
 static int add_exe_dirs(struct strata_registry *reg, const char *argv0)
 {
 	char *exe = strata_dl_self_exe();
@@ -254,6 +262,17 @@ static int add_exe_dirs(struct strata_registry *reg, const char *argv0)
 		rc = sub ? add_dir(reg, sub, strlen(sub)) : -ENOMEM;
 	}
 	free(sub);
+	if (!rc) {
+		char *inst = join_path(exe, STRATA_BIN_TO_PLUGINS), *real = NULL;
+
+		rc = inst ? 0 : -ENOMEM;
+		if (inst)
+			real = strata_dl_realpath(inst); /* NULL: not installed, nothing to add */
+		if (real)
+			rc = add_dir(reg, real, strlen(real));
+		free(real);
+		free(inst);
+	}
 	free(exe);
 	return rc;
 }

@@ -33,7 +33,8 @@ struct strata_plugin {
 /*
  * Make a registry.  cfg supplies [plugins] dir and the plugins' INI sections;
  * it must outlive the registry (NULL: neither, plugins see no configuration).
- * argv0 non-NULL adds the executable's directory and its plugins/ to the
+ * argv0 non-NULL adds the executable's directory, its plugins/ and (where it
+ * exists) the installed plugin directory beside it, ../lib/strata, to the
  * search path (found through the system, /proc/self/exe or GetModuleFileName,
  * else from argv0 when it holds a directory); NULL leaves them out.  Returns 0 or -errno; *out released with strata_registry_free().
  */

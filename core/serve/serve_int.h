@@ -102,7 +102,8 @@ struct strata_server {
 
 double strata_serve_now_ms(void);
 
-/* static.c: the web app.  The folder of [serve] web_dir, else web/ beside the executable. */
+/* static.c: the web app.  The folder of [serve] web_dir, else web/ beside the executable,
+ * else the installed one (../share/strata/web from it). */
 char *strata_static_dir(const char *setting);
 /* Warn once, at start, when that folder holds no web app. */
 void strata_static_check(const struct strata_server *s);

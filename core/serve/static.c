@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin/dl.h"
@@ -31,6 +32,10 @@ static const struct {
 	{ ".png", "image/png" }, { ".ico", "image/x-icon" }, { ".json", "application/json" },
 };
 
+#ifndef STRATA_BIN_TO_WEB
+#define STRATA_BIN_TO_WEB "../share/strata/web"
+#endif
+
 char *strata_static_dir(const char *setting)
 {
 	char *exe, *slash, *dir = NULL;
@@ -40,9 +45,22 @@ char *strata_static_dir(const char *setting)
 	exe = strata_dl_self_exe();
 	slash = exe ? strrchr(exe, '/') : NULL;
 	if (slash) {
+		struct stat st;
+
 		*slash = 0;
+		/* Beside the binary in a build tree; where `cmake --install` put it otherwise. */
 		if (asprintf(&dir, "%s/web", exe) < 0)
 			dir = NULL;
+		if (dir && stat(dir, &st)) {
+			char *inst = NULL;
+
+			if (asprintf(&inst, "%s/%s", exe, STRATA_BIN_TO_WEB) >= 0 && !stat(inst, &st)) {
+				free(dir);
+				dir = inst;
+			} else {
+				free(inst);
+			}
+		}
 	}
 	free(exe);
 	return dir;
