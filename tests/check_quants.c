@@ -574,6 +574,9 @@ START_TEST(legacy_levels_complete)
 					   STRATA_TYPE_Q5_0, STRATA_TYPE_Q5_1,
 					   STRATA_TYPE_IQ4_NL };
 
+#ifdef STRATA_NO_SIMD
+	TU_SKIP("a build without the x86 SIMD levels (cmake -DSTRATA_SIMD=OFF)");
+#endif
 	for (int l = STRATA_SIMD_AVX2; l <= STRATA_SIMD_AVX512; l++) {
 		const struct strata_kern_level *lv = strata_kern_level_get(l);
 

@@ -459,7 +459,7 @@ static void kv_arr4(struct gw *w, const char *key, uint32_t type, const void *v,
 }
 
 static const char *const tiny_tokens[] = {
-	"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "aa", "\xE2\x96\x81" "a", "ab",
+	"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "aa", ("\xE2\x96\x81" "a"), "ab",
 };
 static const float tiny_scores[] = { 0, 0, 0, -5, -5, -5, -1, -2, -3 };
 static const int32_t tiny_types[] = { 2, 3, 3, 1, 1, 1, 1, 1, 1 };

@@ -7,6 +7,9 @@
 #   fuzz    each libFuzzer target of tests/fuzz for STRATA_FUZZ_SECONDS
 #           (default 60; 0 = replay the seeds only), built with clang   (build-fuzz)
 #           STRATA_FUZZ_FATAL=0 reports a fuzz crash without failing
+#   clang   everything built with clang and -Werror                     (build-clang)
+#   scalar  the whole suite built with -DSTRATA_SIMD=OFF: no x86 flags, the
+#           scalar kernels alone (what a non-x86 build runs)            (build-scalar)
 # Any test failure, sanitizer finding or fuzz crash makes it exit non-zero.
 #
 #   tools/test.sh                 everything (what CI runs)
@@ -16,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stages="asan tsan fuzz"
+stages="asan tsan fuzz clang scalar"
 ctest_args=()
 for a in "$@"; do
   case "$a" in
@@ -107,7 +110,7 @@ configure_build() { # DIR [cmake args...]: configure and build everything
 
 # ---- the normal build and suite ---------------------------------------------------
 deps_args=()
-case " $stages " in *" fuzz "*) deps_args=(--fuzz) ;; esac
+case " $stages " in *" fuzz "* | *" clang "*) deps_args=(--fuzz) ;; esac
 stage deps tools/deps.sh "${deps_args[@]}"
 stage build tools/build.sh
 # The npm packages of tests/web (the official API clients, playwright-core),
@@ -191,13 +194,24 @@ run_fuzz() {
   return $rc
 }
 
+# ---- portability: clang with -Werror, and a build without the x86 SIMD levels -------
+run_clang() {
+  command -v clang >/dev/null || { echo "test.sh: no clang (tools/deps.sh --fuzz installs it)" >&2; return 1; }
+  configure_build build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_C_FLAGS=-Werror
+}
+run_scalar() {
+  configure_build build-scalar -DSTRATA_SIMD=OFF && run_ctest scalar build-scalar
+}
+
 failed=0
 for s in $stages; do
   case "$s" in
     asan) stage asan+ubsan run_asan || failed=1 ;;
     tsan) stage tsan run_tsan || failed=1 ;;
     fuzz) stage fuzz run_fuzz || failed=1 ;;
-    *) echo "test.sh: unknown stage '$s' (asan, tsan, fuzz)" >&2; exit 2 ;;
+    clang) stage clang-werror run_clang || failed=1 ;;
+    scalar) stage scalar run_scalar || failed=1 ;;
+    *) echo "test.sh: unknown stage '$s' (asan, tsan, fuzz, clang, scalar)" >&2; exit 2 ;;
   esac
 done
 exit $failed

@@ -16,6 +16,15 @@
 
 #include "cpu/pool.h"
 
+/* "No dependences between iterations" where the compiler takes it (clang has its own). */
+#if defined(__clang__)
+#define STRATA_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define STRATA_IVDEP _Pragma("GCC ivdep")
+#else
+#define STRATA_IVDEP
+#endif
+
 int strata_exec_grow(void **p, size_t *cap, size_t n, size_t size)
 {
 	void *q = NULL;
@@ -272,7 +281,7 @@ static int op_add(const struct strata_op *op)
 		 * dependences between them, ivdep) that -O2 vectorises */
 		if (bstep)
 			for (; i + 8 <= n; i += 8)
-				_Pragma("GCC ivdep") for (int j = 0; j < 8; j++)
+				STRATA_IVDEP for (int j = 0; j < 8; j++)
 					o[i + j] = x[i + j] + y[i + j];
 		for (; i < n; i++)
 			o[i] = x[i] + y[i * bstep];

@@ -27,7 +27,7 @@ void strata_attn_scores_scalar(const float *q, const float *kt, size_t stride, i
 void strata_attn_scores(const float *q, const float *kt, size_t stride, int hd, uint32_t len,
 			float scale, float *sc)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(STRATA_NO_SIMD)
 	switch (strata_simd_get()) {
 	case STRATA_SIMD_AVX512:
 		strata_attn_scores_avx512(q, kt, stride, hd, len, scale, sc);
@@ -50,7 +50,7 @@ void strata_attn_heads_scalar(STRATA_ATTN_HEADS_ARGS)
 
 void strata_attn_heads(STRATA_ATTN_HEADS_ARGS)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(STRATA_NO_SIMD)
 	switch (strata_simd_get()) {
 	case STRATA_SIMD_AVX512:
 		strata_attn_heads_avx512(q, qstride, G, kt, kstride, hd, v, vstride, hdv, len,

@@ -104,7 +104,8 @@ struct strata_kern_level {
 };
 
 extern const struct strata_kern_level strata_kern_scalar;
-#if defined(__x86_64__) || defined(__i386__)
+/* The x86 SIMD levels, unless the build leaves them out (cmake -DSTRATA_SIMD=OFF). */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(STRATA_NO_SIMD)
 #define STRATA_KERN_X86 1
 extern const struct strata_kern_level strata_kern_avx2;
 extern const struct strata_kern_level strata_kern_avx512;
