@@ -17,6 +17,21 @@
 extern "C" {
 #endif
 
+/*
+ * What libstrata exports: only the functions declared here (the library is
+ * built with hidden visibility otherwise).  An application defines nothing;
+ * STRATA_BUILDING_LIB is the library's own.
+ */
+#if defined(_WIN32)
+#if defined(STRATA_BUILDING_LIB)
+#define STRATA_API __declspec(dllexport)
+#else
+#define STRATA_API __declspec(dllimport)
+#endif
+#else
+#define STRATA_API __attribute__((visibility("default")))
+#endif
+
 struct strata_engine;
 
 /* Why a generation ended (struct strata_stats.finish). */
@@ -54,15 +69,15 @@ typedef int (*strata_token_fn)(void *user, int32_t id, const char *piece, size_t
  * Returns 0 and *out (free with strata_engine_free), 1 when --help was
  * printed, or a negative errno.
  */
-int strata_engine_create_args(int argc, char **argv, struct strata_engine **out);
-void strata_engine_free(struct strata_engine *e);
+STRATA_API int strata_engine_create_args(int argc, char **argv, struct strata_engine **out);
+STRATA_API void strata_engine_free(struct strata_engine *e);
 
 /*
  * Tokenize the configured prompt (-p / -f / INI) with the model's rules
  * (BOS per the vocabulary or --bos/--no-bos).  *ids is malloc'd; returns the
  * count or a negative errno.
  */
-int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids);
+STRATA_API int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids);
 
 /*
  * Bring the engine's sequence to the prompt, then sample up to n_predict
@@ -76,7 +91,7 @@ int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids);
  * counts the resumed tokens.  Returns the number of tokens generated, or a
  * negative errno.
  */
-int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+STRATA_API int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
 		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats);
 
 /* ---- one request at a time: what a server needs --------------------------- */
@@ -113,44 +128,44 @@ struct strata_gen_params {
 };
 
 /* p = the configuration's [run] settings (n_predict, temp, top_k, ..., seed). */
-void strata_engine_gen_defaults(const struct strata_engine *e, struct strata_gen_params *p);
+STRATA_API void strata_engine_gen_defaults(const struct strata_engine *e, struct strata_gen_params *p);
 
 /*
  * Tokenize len bytes of text with STRATA_TOKENIZE_* flags.  Safe to call
  * from any thread, also while another thread generates.  *ids is malloc'd
  * (NULL for 0 ids); returns the count or a negative errno (logged).
  */
-int strata_engine_tokenize(const struct strata_engine *e, const char *text, size_t len,
+STRATA_API int strata_engine_tokenize(const struct strata_engine *e, const char *text, size_t len,
 			   unsigned flags, int32_t **ids);
 
 /* The model's name: its file name without directories and ".gguf".  Owned by e. */
-const char *strata_engine_model_name(const struct strata_engine *e);
+STRATA_API const char *strata_engine_model_name(const struct strata_engine *e);
 /* Positions of the engine's one sequence (prompt + generated tokens fit in it). */
-uint32_t strata_engine_n_ctx(const struct strata_engine *e);
+STRATA_API uint32_t strata_engine_n_ctx(const struct strata_engine *e);
 /* The GGUF key tokenizer.chat_template (a Jinja text), or NULL.  Owned by e. */
-const char *strata_engine_chat_template(const struct strata_engine *e);
+STRATA_API const char *strata_engine_chat_template(const struct strata_engine *e);
 
 /* Tokens in the vocabulary (ids are 0 .. n - 1). */
-int32_t strata_engine_n_vocab(const struct strata_engine *e);
+STRATA_API int32_t strata_engine_n_vocab(const struct strata_engine *e);
 /* The vocabulary's BOS and EOS ids; -1 when it has none. */
-int32_t strata_engine_token_bos(const struct strata_engine *e);
-int32_t strata_engine_token_eos(const struct strata_engine *e);
+STRATA_API int32_t strata_engine_token_bos(const struct strata_engine *e);
+STRATA_API int32_t strata_engine_token_eos(const struct strata_engine *e);
 /* 1 when token id ends a generation (EOS, end of turn, ...). */
-int strata_engine_token_is_eog(const struct strata_engine *e, int32_t id);
+STRATA_API int strata_engine_token_is_eog(const struct strata_engine *e, int32_t id);
 /* The text of token id as the vocabulary stores it ("<|im_start|>"); NULL out of range. */
-const char *strata_engine_token_text(const struct strata_engine *e, int32_t id);
+STRATA_API const char *strata_engine_token_text(const struct strata_engine *e, int32_t id);
 /*
  * The bytes token id adds to a generated text (what the token callback's
  * piece holds; "" for a control token), at most cap into buf, no NUL;
  * returns the full length like snprintf, or -EINVAL out of range.
  */
-int strata_engine_token_piece(const struct strata_engine *e, int32_t id, char *buf, size_t cap);
+STRATA_API int strata_engine_token_piece(const struct strata_engine *e, int32_t id, char *buf, size_t cap);
 /*
  * The text of n ids (control tokens written as their text when special is
  * non-zero, else left out) into buf, at most cap bytes and no NUL; returns
  * the full length like snprintf, or -EINVAL for an id out of range.
  */
-int strata_engine_detokenize(const struct strata_engine *e, const int32_t *ids, size_t n,
+STRATA_API int strata_engine_detokenize(const struct strata_engine *e, const int32_t *ids, size_t n,
 			     int special, char *buf, size_t cap);
 
 /*
@@ -161,19 +176,22 @@ int strata_engine_detokenize(const struct strata_engine *e, const int32_t *ids, 
  * for parameters out of range (logged), or another negative errno.  One
  * call at a time per engine.
  */
-int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+STRATA_API int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
 		       const struct strata_gen_params *p, strata_token_fn fn, void *user,
 		       struct strata_stats *stats);
 
 /*
  * The message of the last error strata logged on the calling thread (the
  * text of its "strata: error:" line, with file and offset where there are
- * any), "" when none: what to tell the user whose call just failed.  Owned
+ * any), "" when none: what to tell the user whose call just failed.  The
+ * calls that make, feed or read an engine (strata_engine_open, _create_args,
+ * _prompt_tokens, _tokenize, strata_generate, _ex, strata_params_set, _load)
+ * clear it first, so it tells of the last of them alone.  Owned
  * by strata; valid until this thread calls strata again.  A failed
  * generation leaves the engine usable: the next call reads its prompt again
  * where the sequence could not be kept.
  */
-const char *strata_last_error(void);
+STRATA_API const char *strata_last_error(void);
 
 /* Totals of the streamed experts ([model] experts = stream) since the engine was made. */
 struct strata_expert_stats {
@@ -188,7 +206,7 @@ struct strata_expert_stats {
  * Fill *st and return 0, or -ENOENT when the experts are mapped (or the
  * model has none).  Call it from the thread that generates, between calls.
  */
-int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expert_stats *st);
+STRATA_API int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expert_stats *st);
 
 /*
  * One line naming the backends the engine runs on, what each holds and the
@@ -196,7 +214,61 @@ int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expe
  * 16 layers, ..."), into buf (NUL-terminated).  Returns its length.  Call
  * it from the thread that generates, between calls.
  */
-size_t strata_engine_backends(const struct strata_engine *e, char *buf, size_t n);
+STRATA_API size_t strata_engine_backends(const struct strata_engine *e, char *buf, size_t n);
+
+/* ---- embedding without an argv: parameters, logging ------------------------ */
+
+/*
+ * Every setting of strata.ini, with its default until set.  Made by
+ * strata_params_create, freed by strata_params_free; an engine made from it
+ * keeps nothing of it, so it may be freed (or changed and used again) at once.
+ */
+struct strata_params;
+
+STRATA_API int strata_params_create(struct strata_params **out);
+STRATA_API void strata_params_free(struct strata_params *p);
+
+/*
+ * Set [section] key to value (text, as in strata.ini: "model", "path",
+ * "/models/m.gguf"; "run", "temp", "0").  Checked now with strata.ini's
+ * rules: an unknown key of a core section (with the nearest known one) or a
+ * bad value is -EINVAL after one error line, and strata_last_error() says
+ * which.  A plugin's section takes any key; the plugin checks them when it
+ * loads.  The environment (STRATA_*) is not read.
+ */
+STRATA_API int strata_params_set(struct strata_params *p, const char *section, const char *key,
+				 const char *value);
+/* Load an INI file as -c does (later sets and loads override it); 0 or -errno (logged). */
+STRATA_API int strata_params_load(struct strata_params *p, const char *ini_path);
+/* The value of [section] key as text (defaults included), NULL when unset.  Owned by p. */
+STRATA_API const char *strata_params_get(const struct strata_params *p, const char *section,
+					 const char *key);
+
+/*
+ * Make an engine from p: loads the model, tokenizer and plugins (searched
+ * in [plugins] dir, STRATA_PLUGIN_PATH, beside the executable, and in
+ * strata/ beside libstrata).  Returns 0 and *out (free with
+ * strata_engine_free), or a negative errno with strata_last_error() set.
+ */
+STRATA_API int strata_engine_open(const struct strata_params *p, struct strata_engine **out);
+
+/*
+ * Where strata's log lines go: fn(user, level, line) for each (level 0
+ * error, 1 warning, 2 info, 3 debug, 4 a progress line that a terminal
+ * would redraw; line without "strata: " or a newline), from whichever
+ * thread logs, so fn must be thread-safe.  NULL: stderr, the default.
+ * Process-wide, like the level below; set it before making an engine.
+ */
+typedef void (*strata_log_fn)(void *user, int level, const char *line);
+STRATA_API void strata_set_log(strata_log_fn fn, void *user);
+/* Lines above this level are dropped (default 2: info). */
+STRATA_API void strata_set_log_level(int level);
+
+/* libstrata's version ("0.1.0"): the library running, which may be newer than this header. */
+STRATA_API const char *strata_version(void);
+
+/* Free what a strata_* call returned malloc'd (token ids): the library's own free(). */
+STRATA_API void strata_free(void *p);
 
 #ifdef __cplusplus
 }

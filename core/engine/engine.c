@@ -248,6 +248,7 @@ int strata_engine_create_args(int argc, char **argv, struct strata_engine **out)
 	struct strata_config cfg;
 	int rc;
 
+	strata_log_clear_error(); /* strata_last_error() tells of this call alone */
 	*out = NULL;
 	if ((rc = strata_config_init(&cfg)))
 		return rc;
@@ -295,6 +296,7 @@ int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids)
 	size_t len = 0;
 	int rc;
 
+	strata_log_clear_error(); /* strata_last_error() tells of this call alone */
 	*ids = NULL;
 	if (c->prompt_file) {
 		FILE *f = fopen(c->prompt_file, "rb");
@@ -556,6 +558,7 @@ int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_p
 	uint32_t n_ctx = strata_seq_n_ctx(e->seq);
 	int rc;
 
+	strata_log_clear_error(); /* strata_last_error() tells of this call alone */
 	if ((rc = check_prompt(e, n_prompt)))
 		return rc;
 	if (e->cfg.dump_logits) {
@@ -631,6 +634,7 @@ int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t 
 	};
 	int rc;
 
+	strata_log_clear_error(); /* strata_last_error() tells of this call alone */
 	if ((rc = check_prompt(e, n_prompt)))
 		return rc;
 	if ((rc = strata_sampler_create(&sp, (int32_t)e->model->hp.n_vocab, &r.smp)))
@@ -651,6 +655,7 @@ int strata_engine_tokenize(const struct strata_engine *e, const char *text, size
 {
 	unsigned f = 0;
 
+	strata_log_clear_error(); /* strata_last_error() tells of this call alone */
 	if (flags & STRATA_TOKENIZE_ADD_BOS)
 		f |= STRATA_TOK_ADD_BOS;
 	if (flags & STRATA_TOKENIZE_PARSE_SPECIAL)

@@ -1,6 +1,9 @@
 /*
  * dl.c - POSIX and Windows implementations of the loader shim (see dl.h).
  */
+#if !defined(_WIN32) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* dladdr */
+#endif
 #include "plugin/dl.h"
 
 #include <errno.h>
@@ -95,6 +98,22 @@ char *strata_dl_self_exe(void)
 	char buf[MAX_PATH];
 	DWORD n = GetModuleFileNameA(NULL, buf, sizeof(buf));
 
+	if (!n || n >= sizeof(buf))
+		return NULL;
+	return _strdup(buf);
+}
+
+char *strata_dl_self_lib(void)
+{
+	char buf[MAX_PATH];
+	HMODULE m = NULL;
+	DWORD n;
+
+	if (!GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
+				GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+				(LPCSTR)(void *)strata_dl_self_lib, &m))
+		return NULL;
+	n = GetModuleFileNameA(m, buf, sizeof(buf));
 	if (!n || n >= sizeof(buf))
 		return NULL;
 	return _strdup(buf);
@@ -212,6 +231,15 @@ char *strata_dl_self_exe(void)
 char *strata_dl_realpath(const char *path)
 {
 	return realpath(path, NULL);
+}
+
+char *strata_dl_self_lib(void)
+{
+	Dl_info info;
+
+	if (!dladdr((void *)strata_dl_self_lib, &info) || !info.dli_fname)
+		return NULL;
+	return strata_dl_realpath(info.dli_fname);
 }
 
 int strata_dl_check_file(const char *path)

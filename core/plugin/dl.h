@@ -49,6 +49,12 @@ int strata_dl_list_dir(const char *dir, strata_dl_dir_fn fn, void *user);
 /* Absolute path of the running executable (malloc'd), or NULL if unknown. */
 char *strata_dl_self_exe(void);
 
+/*
+ * Absolute path of the executable or shared library this code is linked
+ * into (libstrata when an application embeds it), malloc'd, or NULL.
+ */
+char *strata_dl_self_lib(void);
+
 /* Canonical absolute path of an existing path (malloc'd), or NULL. */
 char *strata_dl_realpath(const char *path);
 

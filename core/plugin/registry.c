@@ -277,6 +277,38 @@ static int add_exe_dirs(struct strata_registry *reg, const char *argv0)
 	return rc;
 }
 
+/*
+ * strata/ beside libstrata, where an application embeds it: an installed
+ * libdir/libstrata.so finds libdir/strata/ (the plugins' install folder).
+ * Nothing when the core is linked into the executable itself.
+ */
+static int add_lib_dir(struct strata_registry *reg)
+{
+	char *lib = strata_dl_self_lib(), *exe = strata_dl_self_exe(), *slash, *dir, *real = NULL;
+	int rc = 0;
+
+	if (lib && (!exe || strcmp(lib, exe))) {
+		slash = strrchr(lib, STRATA_DL_DIR_SEP);
+		if (!slash)
+			slash = strrchr(lib, '/');
+		if (slash) {
+			slash[slash == lib ? 1 : 0] = 0;
+			dir = join_path(lib, "strata");
+			rc = dir ? 0 : -ENOMEM;
+			real = dir ? strata_dl_realpath(dir) : NULL;
+			if (real && !strata_dl_check_file(real))
+				*real = 0; /* a file called strata, not the folder */
+			if (real && *real)
+				rc = add_dir(reg, real, strlen(real));
+			free(dir);
+		}
+	}
+	free(real);
+	free(lib);
+	free(exe);
+	return rc;
+}
+
 int strata_registry_create(const struct strata_config *cfg, const char *argv0,
 			   struct strata_registry **out)
 {
@@ -296,6 +328,8 @@ int strata_registry_create(const struct strata_config *cfg, const char *argv0,
 		rc = add_path_list(reg, getenv("STRATA_PLUGIN_PATH"));
 	if (!rc && argv0)
 		rc = add_exe_dirs(reg, argv0);
+	if (!rc)
+		rc = add_lib_dir(reg);
 	if (rc) {
 		strata_error("plugin registry: out of memory");
 		strata_registry_free(reg);

@@ -9,7 +9,10 @@
 #   - the installed strata, with no STRATA_PLUGIN_PATH, lists its plugins and
 #     the example, passes the example through the io conformance suite
 #     (`strata io-check`, both builds), and streams a model's experts through
-#     it with the same output as the build tree's strata reading them mapped.
+#     it with the same output as the build tree's strata reading them mapped;
+#   - libstrata exports strata.h's functions and nothing else; examples/embed
+#     built with `pkg-config --cflags --libs strata` generates what the strata
+#     command does, logs through its callback, and fails bad input clearly.
 # Exits 77 (skipped) without pkg-config or a C compiler.
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -83,5 +86,37 @@ if [ -e "$model" ]; then
   echo "streamed through io-mmap = mapped: $(wc -c <mapped.txt) bytes of output"
 else
   echo "($model is absent: no model run)"
+fi
+echo "== the application API: libstrata and examples/embed"
+for f in include/strata.h; do [ -e "$stage/$f" ] || fail "$f is not installed"; done
+lib=$(find "$stage" -name libstrata.so | head -1)
+[ -n "$lib" ] || fail "libstrata.so is not installed"
+exported=$(nm -D --defined-only "$lib" | awk '{print $3}')
+others=$(echo "$exported" | grep -v '^strata_' || true)
+[ -z "$others" ] || fail "libstrata exports more than strata.h: $others"
+n_api=$(grep -c '^STRATA_API ' "$src/include/strata.h")
+[ "$(echo "$exported" | wc -l)" -eq "$n_api" ] ||
+  fail "libstrata exports $(echo "$exported" | wc -l) functions, strata.h declares $n_api"
+case "$(pkg-config --cflags --libs strata)" in *"$src"*) fail "strata.pc reaches into the source tree" ;; esac
+cc -O2 -Wall -Wextra -Werror "$src/examples/embed/embed.c" $(pkg-config --cflags --libs strata) \
+  -Wl,-rpath,"$(dirname "$lib")" -o "$work/embed"
+story="$shared/models/stories260K.gguf"
+if [ -e "$story" ]; then
+  "$work/embed" "$story" "Once upon a time" run.n_predict=32 run.temp=0 >embed.txt 2>embed.err ||
+    { cat embed.err; fail "embed failed"; }
+  "$build/strata" -m "$story" -p "Once upon a time" -n 32 --temp 0 >cli.txt 2>/dev/null
+  cmp -s embed.txt cli.txt || { diff embed.txt cli.txt || true; fail "embed's tokens differ from the strata command's"; }
+  echo "embed = strata: $(head -c 60 embed.txt)..."
+  # Bad input: one clear error through strata_last_error(), exit 1.
+  if "$work/embed" "$work/none.gguf" "x" >/dev/null 2>bad.err; then fail "embed of a missing model succeeded"; fi
+  grep -q "^embed: cannot open $work/none.gguf" bad.err || { cat bad.err; fail "no clear error for a missing model"; }
+  grep -q "^embed: strata error: cannot open $work/none.gguf" bad.err ||
+    { cat bad.err; fail "the error did not reach the log callback"; }
+  [ "$(grep -c "cannot open" bad.err)" -eq 2 ] || { cat bad.err; fail "more than one error line"; }
+  if "$work/embed" "$story" "x" run.tmep=0 >/dev/null 2>bad.err; then fail "a misspelt key was taken"; fi
+  grep -q "unknown key 'tmep' in \[run\] (did you mean 'temp'?)" bad.err ||
+    { cat bad.err; fail "no clear error for a misspelt key"; }
+else
+  echo "($story is absent: embed not run)"
 fi
 echo "check_sdk: ok"
