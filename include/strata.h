@@ -185,7 +185,8 @@ STRATA_API int strata_generate_ex(struct strata_engine *e, const int32_t *prompt
  * text of its "strata: error:" line, with file and offset where there are
  * any), "" when none: what to tell the user whose call just failed.  The
  * calls that make, feed or read an engine (strata_engine_open, _create_args,
- * _prompt_tokens, _tokenize, strata_generate, _ex, strata_params_set, _load)
+ * _new_sequence, _prompt_tokens, _tokenize, strata_generate, _ex,
+ * strata_params_set, _load)
  * clear it first, so it tells of the last of them alone.  Owned
  * by strata; valid until this thread calls strata again.  A failed
  * generation leaves the engine usable: the next call reads its prompt again
@@ -251,6 +252,18 @@ STRATA_API const char *strata_params_get(const struct strata_params *p, const ch
  * strata_engine_free), or a negative errno with strata_last_error() set.
  */
 STRATA_API int strata_engine_open(const struct strata_params *p, struct strata_engine **out);
+
+/*
+ * Another engine on e's model, loaded once: its own sequence (as many
+ * positions as e's), sampler, history and turn checkpoints; the model,
+ * tokenizer, plugins, thread pool and streamed-expert cache shared with e
+ * and every other engine made this way.  Each is freed with
+ * strata_engine_free, in any order (the model goes with the last).  Engines
+ * on one model generate one at a time: a second thread's strata_generate
+ * waits for the first's.  -ENOTSUP while e runs on a device ([gpu]): the
+ * device holds the state of one sequence for now.
+ */
+STRATA_API int strata_engine_new_sequence(struct strata_engine *e, struct strata_engine **out);
 
 /*
  * Where strata's log lines go: fn(user, level, line) for each (level 0

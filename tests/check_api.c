@@ -3,7 +3,8 @@
  * include/strata.h): parameters with their defaults, checked as strata.ini
  * is; engines made from them, two at once from one strata_params freed
  * before they generate, giving the strata command's tokens; the log
- * callback; strata_last_error() telling of the last call alone.
+ * callback; strata_last_error() telling of the last call alone; sequences
+ * sharing one model (strata_engine_new_sequence), also from two threads.
  *
  * The engine cases need ../shared/models/stories260K.gguf and skip without it.
  */
@@ -194,6 +195,106 @@ START_TEST(engines_from_params)
 }
 END_TEST
 
+static struct strata_engine *open_story(const char *model, const char *gpu)
+{
+	struct strata_engine *e;
+	struct strata_params *p;
+
+	ck_assert_int_eq(strata_params_create(&p), 0);
+	ck_assert_int_eq(strata_params_set(p, "model", "path", model), 0);
+	ck_assert_int_eq(strata_params_set(p, "run", "n_predict", "24"), 0);
+	ck_assert_int_eq(strata_params_set(p, "run", "temp", "0"), 0);
+	ck_assert_int_eq(strata_params_set(p, "plugins", "dir", STRATA_PLUGIN_DIR), 0);
+	if (gpu)
+		ck_assert_int_eq(strata_params_set(p, "gpu", "plugin", gpu), 0);
+	ck_assert_int_eq(strata_engine_open(p, &e), 0);
+	strata_params_free(p);
+	return e;
+}
+
+struct gen_job {
+	struct strata_engine *e;
+	const char *prompt;
+	struct text out;
+};
+
+static void *gen_thread(void *arg)
+{
+	struct gen_job *j = arg;
+
+	generate(j->e, j->prompt, &j->out);
+	return NULL;
+}
+
+/*
+ * Sequences on one model: each generates what an engine of its own does,
+ * whatever the others did before; the model outlives the engine it came
+ * from; two threads generating at once each get their own text.
+ */
+START_TEST(sequences_share_a_model)
+{
+	const char *model = tu_shared("models/stories260K.gguf");
+	static const char *const prompts[2] = { "Once upon a time", "Lily and Tom went to" };
+	struct strata_engine *a, *s1, *s2, *fresh;
+	struct text want[2], got;
+	struct gen_job jobs[2];
+	pthread_t t[2];
+
+	if (!model)
+		TU_SKIP("../shared/models/stories260K.gguf is absent");
+	for (int i = 0; i < 2; i++) {
+		fresh = open_story(model, NULL);
+		generate(fresh, prompts[i], &want[i]);
+		strata_engine_free(fresh);
+	}
+	a = open_story(model, NULL);
+	ck_assert_int_eq(strata_engine_new_sequence(a, &s1), 0);
+	ck_assert_int_eq(strata_engine_new_sequence(s1, &s2), 0);
+	ck_assert_str_eq(strata_engine_model_name(s2), "stories260K");
+	ck_assert_uint_eq(strata_engine_n_ctx(s2), strata_engine_n_ctx(a));
+	generate(a, prompts[0], &got);
+	ck_assert_str_eq(got.s, want[0].s);
+	generate(s1, prompts[1], &got);
+	ck_assert_str_eq(got.s, want[1].s);
+	generate(s2, prompts[0], &got);
+	ck_assert_str_eq(got.s, want[0].s);
+	generate(a, prompts[1], &got); /* a's sequence moves on from its own history */
+	ck_assert_str_eq(got.s, want[1].s);
+	strata_engine_free(a); /* the model stays: s1 and s2 are on it */
+	for (int i = 0; i < 2; i++) {
+		jobs[i].e = i ? s2 : s1;
+		jobs[i].prompt = prompts[i];
+		ck_assert_int_eq(pthread_create(&t[i], NULL, gen_thread, &jobs[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 2; i++)
+		ck_assert_str_eq(jobs[i].out.s, want[i].s);
+	strata_engine_free(s2);
+	strata_engine_free(s1);
+}
+END_TEST
+
+/* On a device the state of one sequence is all placement kept room for: refused, saying so. */
+START_TEST(sequence_on_a_device)
+{
+	const char *model = tu_shared("models/stories260K.gguf");
+	struct strata_engine *a, *s = (struct strata_engine *)1;
+
+	if (!model)
+		TU_SKIP("../shared/models/stories260K.gguf is absent");
+	setenv("STRATA_PLUGIN_PATH", STRATA_PLUGIN_DIR "/test", 1);
+	a = open_story(model, "gpu-sim");
+	strata_set_log(on_log, NULL);
+	ck_assert_int_eq(strata_engine_new_sequence(a, &s), -ENOTSUP);
+	ck_assert_ptr_null(s);
+	ck_assert_msg(strstr(strata_last_error(), "[gpu] plugin = none"), "%s", strata_last_error());
+	strata_set_log(NULL, NULL);
+	strata_engine_free(a);
+	unsetenv("STRATA_PLUGIN_PATH");
+}
+END_TEST
+
 START_TEST(open_errors)
 {
 	const char *model = tu_shared("models/stories260K.gguf");
@@ -235,6 +336,8 @@ int main(void)
 	tcase_add_test(tc, bad_keys_and_values);
 	tcase_add_test(tc, load_ini);
 	tcase_add_test(tc, engines_from_params);
+	tcase_add_test(tc, sequences_share_a_model);
+	tcase_add_test(tc, sequence_on_a_device);
 	tcase_add_test(tc, open_errors);
 	suite_add_tcase(s, tc);
 	return tu_srunner_run(srunner_create(s));

@@ -5,6 +5,8 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,7 +154,11 @@ static int engine_drafter(struct strata_engine *e)
 	return 0;
 }
 
-static int engine_load(struct strata_engine *e, const char *argv0)
+/*
+ * What each engine on a model has of its own, once its sequence exists:
+ * its prompt paths, checkpoints, sampler, logits and history, drafter.
+ */
+static int engine_seq_parts(struct strata_engine *e)
 {
 	const struct strata_config *c = &e->cfg;
 	struct strata_sampler_params sp = {
@@ -160,6 +166,35 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 		.repeat_penalty = c->repeat_penalty, .repeat_last_n = c->repeat_last_n,
 		.seed = c->seed,
 	};
+	uint32_t n_vocab = e->model->hp.n_vocab;
+	int rc;
+
+	if ((rc = strata_path_list_create_at(e->reg, c->paths,
+					     strata_config_where(c, "prompt", "paths"), &e->paths)) ||
+	    (rc = engine_checkpoints(e)))
+		return rc;
+	e->window = c->spec_window < strata_seq_max_batch(e->seq) ? c->spec_window
+								  : strata_seq_max_batch(e->seq);
+	if (c->dump_logits)
+		sp.temp = 0.0f; /* the dump is of greedy tokens, as the golden files are */
+	if ((rc = strata_sampler_create(&sp, (int32_t)n_vocab, &e->sampler)))
+		return rc;
+	e->logits = calloc(n_vocab, sizeof(float));
+	e->hist = malloc((size_t)strata_seq_n_ctx(e->seq) * sizeof(int32_t));
+	if ((rc = engine_drafter(e)))
+		return rc;
+	if (e->drafter)
+		e->spec_rows = malloc((size_t)e->window * n_vocab * sizeof(float));
+	if (!e->logits || !e->hist || (e->drafter && !e->spec_rows)) {
+		strata_error("out of memory for the logits");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int engine_load(struct strata_engine *e, const char *argv0)
+{
+	const struct strata_config *c = &e->cfg;
 	uint32_t chunk, n_vocab, n_ctx;
 	int rc;
 
@@ -191,30 +226,13 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	}
 	n_ctx = c->ctx_size ? c->ctx_size : e->model->hp.n_ctx_train < 4096
 						 ? e->model->hp.n_ctx_train : 4096;
+	/* The registry keeps the config: the shared one, which outlives every engine. */
 	if ((rc = strata_pool_create(c->threads, &e->pool)) ||
-	    (rc = strata_registry_create(&e->cfg, argv0, &e->reg)) ||
+	    (rc = strata_registry_create(&e->sh->cfg, argv0, &e->reg)) ||
 	    (rc = strata_engine_make_ctx(e, chunk < n_ctx ? chunk : n_ctx, n_ctx)) ||
-	    (rc = strata_engine_make_seq(e, n_ctx)) ||
-	    (rc = strata_path_list_create_at(e->reg, c->paths,
-					     strata_config_where(c, "prompt", "paths"), &e->paths)) ||
-	    (rc = engine_checkpoints(e)) || (rc = engine_xstore(e)) || (rc = engine_ple(e)))
+	    (rc = strata_engine_make_seq(e, n_ctx)) || (rc = engine_xstore(e)) ||
+	    (rc = engine_ple(e)) || (rc = engine_seq_parts(e)))
 		return rc;
-	e->window = c->spec_window < strata_seq_max_batch(e->seq) ? c->spec_window
-								  : strata_seq_max_batch(e->seq);
-	if (c->dump_logits)
-		sp.temp = 0.0f; /* the dump is of greedy tokens, as the golden files are */
-	if ((rc = strata_sampler_create(&sp, (int32_t)n_vocab, &e->sampler)))
-		return rc;
-	e->logits = calloc(n_vocab, sizeof(float));
-	e->hist = malloc((size_t)strata_seq_n_ctx(e->seq) * sizeof(int32_t));
-	if ((rc = engine_drafter(e)))
-		return rc;
-	if (e->drafter)
-		e->spec_rows = malloc((size_t)e->window * n_vocab * sizeof(float));
-	if (!e->logits || !e->hist || (e->drafter && !e->spec_rows)) {
-		strata_error("out of memory for the logits");
-		return -ENOMEM;
-	}
 	return engine_describe(e);
 }
 
@@ -225,12 +243,19 @@ int strata_engine_create(struct strata_config *cfg, const char *argv0,
 	int rc;
 
 	*out = NULL;
-	if (!e) {
+	if (e)
+		e->sh = calloc(1, sizeof(*e->sh));
+	if (!e || !e->sh) {
+		free(e);
 		strata_config_free(cfg);
 		return -ENOMEM;
 	}
-	e->cfg = *cfg;
+	/* The shared part owns the config; every engine on the model reads a copy of it. */
+	e->sh->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
+	atomic_init(&e->sh->refs, 1);
+	pthread_mutex_init(&e->sh->run, NULL);
+	e->cfg = e->sh->cfg;
 	/* -v: info and above is the default; -v -v adds the debug lines (prompt parts). */
 	if (e->cfg.verbose > 1)
 		strata_log_set_level(STRATA_LOG_LVL_DEBUG);
@@ -264,28 +289,74 @@ void strata_engine_free(struct strata_engine *e)
 {
 	if (!e)
 		return;
-	strata_xstore_close(e->xs); /* its io plugin lives in the registry */
+	/* The engine's own parts; the path plugins' instances before the registry. */
 	strata_path_list_free(e->paths);
 	strata_ckpts_free(e->ckpts); /* before the sequence its snapshots belong to */
 	strata_sampler_free(e->sampler);
 	strata_seq_free(e->seq);
-	strata_ctx_free(e->ctx);
-	strata_ple_reader_close(e->ple); /* after the context that read through it */
-	strata_backend_free(e->dev);
-	strata_registry_free(e->reg); /* after the plugins' objects: the device, the store */
-	strata_pool_free(e->pool);
-	strata_tokenizer_free(e->tok);
-	strata_model_free(e->model);
 	free(e->logits);
 	free(e->spec_rows);
 	strata_mtp_release(e);
 	free(e->dump);
 	free(e->prompt_text);
-	free(e->model_name);
-	free(e->chat_template);
 	free(e->hist);
-	strata_config_free(&e->cfg);
+	/* The model's, with the last engine on it. */
+	if (atomic_fetch_sub(&e->sh->refs, 1) == 1) {
+		strata_xstore_close(e->xs); /* its io plugin lives in the registry */
+		strata_ctx_free(e->ctx);
+		strata_ple_reader_close(e->ple); /* after the context that read through it */
+		strata_backend_free(e->dev);
+		strata_registry_free(e->reg); /* after the plugins' objects: the device, the store */
+		strata_pool_free(e->pool);
+		strata_tokenizer_free(e->tok);
+		strata_model_free(e->model);
+		free(e->model_name);
+		free(e->chat_template);
+		pthread_mutex_destroy(&e->sh->run);
+		strata_config_free(&e->sh->cfg);
+		free(e->sh);
+	}
 	free(e);
+}
+
+int strata_engine_new_sequence(struct strata_engine *e, struct strata_engine **out)
+{
+	struct strata_engine *n;
+	int rc;
+
+	strata_log_clear_error(); /* strata_last_error() tells of this call alone */
+	*out = NULL;
+	if (e->dev) {
+		/* Placement kept the device room for one sequence's state (n_seq = 1). */
+		strata_error("%s: another sequence on this model needs [gpu] plugin = none for now: "
+			     "the device holds the state of one", e->dev->name);
+		return -ENOTSUP;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	/* Borrowed from e, owned by the shared part: freed with the last engine. */
+	n->sh = e->sh;
+	atomic_fetch_add(&n->sh->refs, 1);
+	n->cfg = e->sh->cfg;
+	n->model = e->model;
+	n->tok = e->tok;
+	n->pool = e->pool;
+	n->reg = e->reg;
+	n->ctx = e->ctx;
+	n->xs = e->xs;
+	n->ple = e->ple;
+	n->model_name = e->model_name;
+	n->chat_template = e->chat_template;
+	rc = strata_seq_create(n->ctx, strata_seq_n_ctx(e->seq), &n->seq);
+	if (!rc)
+		rc = engine_seq_parts(n);
+	if (rc) {
+		strata_engine_free(n);
+		return rc;
+	}
+	*out = n;
+	return 0;
 }
 
 int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids)
@@ -548,8 +619,8 @@ static int gen_loop(struct strata_engine *e, const struct strata_gen_run *r, str
 	return (int)g.n_gen;
 }
 
-int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
-		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats)
+static int generate_locked(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+			    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats)
 {
 	struct strata_gen_run r = {
 		.prompt = prompt, .n_prompt = n_prompt, .n_predict = n_predict,
@@ -576,6 +647,18 @@ int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_p
 	}
 	e->cancel = NULL;
 	return gen_loop(e, &r, stats);
+}
+
+int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats)
+{
+	int rc;
+
+	/* Engines on one model (strata_engine_new_sequence) share its workspaces. */
+	pthread_mutex_lock(&e->sh->run);
+	rc = generate_locked(e, prompt, n_prompt, n_predict, fn, user, stats);
+	pthread_mutex_unlock(&e->sh->run);
+	return rc;
 }
 
 const char *strata_last_error(void)
@@ -619,9 +702,9 @@ void strata_engine_gen_defaults(const struct strata_engine *e, struct strata_gen
 	p->seed = c->seed;
 }
 
-int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
-		       const struct strata_gen_params *p, strata_token_fn fn, void *user,
-		       struct strata_stats *stats)
+static int generate_ex_locked(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+				       const struct strata_gen_params *p, strata_token_fn fn, void *user,
+				       struct strata_stats *stats)
 {
 	struct strata_sampler_params sp = {
 		.temp = p->temp, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p,
@@ -647,6 +730,19 @@ int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t 
 	rc = gen_loop(e, &r, stats);
 	e->cancel = NULL;
 	strata_sampler_free(r.smp);
+	return rc;
+}
+
+int strata_generate_ex(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
+		       const struct strata_gen_params *p, strata_token_fn fn, void *user,
+		       struct strata_stats *stats)
+{
+	int rc;
+
+	/* Engines on one model (strata_engine_new_sequence) share its workspaces. */
+	pthread_mutex_lock(&e->sh->run);
+	rc = generate_ex_locked(e, prompt, n_prompt, p, fn, user, stats);
+	pthread_mutex_unlock(&e->sh->run);
 	return rc;
 }
 

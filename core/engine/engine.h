@@ -5,6 +5,8 @@
 #ifndef STRATA_ENGINE_H
 #define STRATA_ENGINE_H
 
+#include <pthread.h>
+
 #include "strata.h"
 
 #include "config/config.h"
@@ -16,8 +18,20 @@ struct strata_registry;
 struct strata_path_list;
 struct strata_sampler;
 
+/*
+ * What the engines on one model share (strata_engine_new_sequence): the
+ * model, tokenizer, pool, registry, device, context, streamed experts and
+ * PLE reader (pointers every engine holds), freed with the last engine.
+ */
+struct strata_engine_shared {
+	struct strata_config cfg;       /* owned; the registry keeps a pointer to it */
+	_Atomic int refs;               /* engines on the model */
+	pthread_mutex_t run;            /* one generation at a time across them */
+};
+
 struct strata_engine {
-	struct strata_config cfg;       /* owned */
+	struct strata_engine_shared *sh;
+	struct strata_config cfg;       /* a copy of sh->cfg: its strings are sh's */
 	struct strata_model *model;
 	struct strata_tokenizer *tok;
 	struct strata_pool *pool;
