@@ -154,11 +154,8 @@ static int engine_drafter(struct strata_engine *e)
 	return 0;
 }
 
-/*
- * What each engine on a model has of its own, once its sequence exists:
- * its prompt paths, checkpoints, sampler, logits and history, drafter.
- */
-static int engine_seq_parts(struct strata_engine *e)
+/* engine.h */
+int strata_engine_seq_parts(struct strata_engine *e)
 {
 	const struct strata_config *c = &e->cfg;
 	struct strata_sampler_params sp = {
@@ -231,7 +228,7 @@ static int engine_load(struct strata_engine *e, const char *argv0)
 	    (rc = strata_registry_create(&e->sh->cfg, argv0, &e->reg)) ||
 	    (rc = strata_engine_make_ctx(e, chunk < n_ctx ? chunk : n_ctx, n_ctx)) ||
 	    (rc = strata_engine_make_seq(e, n_ctx)) || (rc = engine_xstore(e)) ||
-	    (rc = engine_ple(e)) || (rc = engine_seq_parts(e)))
+	    (rc = engine_ple(e)) || (rc = strata_engine_seq_parts(e)))
 		return rc;
 	return engine_describe(e);
 }
@@ -317,46 +314,6 @@ void strata_engine_free(struct strata_engine *e)
 		free(e->sh);
 	}
 	free(e);
-}
-
-int strata_engine_new_sequence(struct strata_engine *e, struct strata_engine **out)
-{
-	struct strata_engine *n;
-	int rc;
-
-	strata_log_clear_error(); /* strata_last_error() tells of this call alone */
-	*out = NULL;
-	if (e->dev) {
-		/* Placement kept the device room for one sequence's state (n_seq = 1). */
-		strata_error("%s: another sequence on this model needs [gpu] plugin = none for now: "
-			     "the device holds the state of one", e->dev->name);
-		return -ENOTSUP;
-	}
-	n = calloc(1, sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	/* Borrowed from e, owned by the shared part: freed with the last engine. */
-	n->sh = e->sh;
-	atomic_fetch_add(&n->sh->refs, 1);
-	n->cfg = e->sh->cfg;
-	n->model = e->model;
-	n->tok = e->tok;
-	n->pool = e->pool;
-	n->reg = e->reg;
-	n->ctx = e->ctx;
-	n->xs = e->xs;
-	n->ple = e->ple;
-	n->model_name = e->model_name;
-	n->chat_template = e->chat_template;
-	rc = strata_seq_create(n->ctx, strata_seq_n_ctx(e->seq), &n->seq);
-	if (!rc)
-		rc = engine_seq_parts(n);
-	if (rc) {
-		strata_engine_free(n);
-		return rc;
-	}
-	*out = n;
-	return 0;
 }
 
 int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **ids)

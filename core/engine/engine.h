@@ -73,6 +73,13 @@ struct strata_engine {
 };
 
 /*
+ * What each engine on a model has of its own, made once its sequence
+ * exists: prompt paths, checkpoints, sampler, logits and history, drafter.
+ * 0 or -errno (logged); strata_engine_free releases what was made.
+ */
+int strata_engine_seq_parts(struct strata_engine *e);
+
+/*
  * Make an engine from an already-parsed config, which it takes over (the
  * caller must not free it afterwards, even on failure).
  */
