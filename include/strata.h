@@ -94,6 +94,27 @@ STRATA_API int strata_engine_prompt_tokens(struct strata_engine *e, int32_t **id
 STRATA_API int strata_generate(struct strata_engine *e, const int32_t *prompt, uint32_t n_prompt,
 		    int32_t n_predict, strata_token_fn fn, void *user, struct strata_stats *stats);
 
+/*
+ * The text strata_engine_prompt_tokens() read (the configured -p, -f or INI
+ * prompt), len bytes, not NUL-terminated; "" before that call.  Owned by e.
+ */
+STRATA_API const char *strata_engine_prompt_text(const struct strata_engine *e, size_t *len);
+
+/*
+ * Write the .slog file of the last strata_generate() (made with
+ * --dump-logits): the tokens (n_prompt of the prompt, then n_gen generated)
+ * and every logits row, in the layout of strata's golden files, and print
+ * the sha256 of the row that chose the first generated token.  0 or -errno.
+ */
+STRATA_API int strata_engine_write_dump(struct strata_engine *e, const int32_t *tokens,
+					uint32_t n_prompt, uint32_t n_gen, const char *path);
+
+/*
+ * Serve e over HTTP ([serve] host, port, ...: the OpenAI, Anthropic and
+ * llama.cpp routes, the web app) until SIGINT or SIGTERM.  0 or -errno.
+ */
+STRATA_API int strata_serve(struct strata_engine *e);
+
 /* ---- one request at a time: what a server needs --------------------------- */
 
 /* Flags for strata_engine_tokenize(). */
@@ -144,6 +165,17 @@ STRATA_API const char *strata_engine_model_name(const struct strata_engine *e);
 STRATA_API uint32_t strata_engine_n_ctx(const struct strata_engine *e);
 /* The GGUF key tokenizer.chat_template (a Jinja text), or NULL.  Owned by e. */
 STRATA_API const char *strata_engine_chat_template(const struct strata_engine *e);
+
+/* The model's architecture, its GGUF general.architecture ("llama", "qwen4exp").  Owned by e. */
+STRATA_API const char *strata_engine_arch(const struct strata_engine *e);
+/*
+ * The engine's value of [section] key as text, as strata.ini would spell it
+ * (defaults included: "serve", "port" gives "8080"), NULL when unset or
+ * unknown.  Owned by e.  What it was made with: a server reads its [serve]
+ * settings this way.
+ */
+STRATA_API const char *strata_engine_setting(const struct strata_engine *e, const char *section,
+					     const char *key);
 
 /* Tokens in the vocabulary (ids are 0 .. n - 1). */
 STRATA_API int32_t strata_engine_n_vocab(const struct strata_engine *e);

@@ -1,12 +1,14 @@
 /*
- * main.c - the strata command: subcommands, and the main job (generate).
+ * main.c - the strata command: subcommands, and the main job (generate, or
+ * serve), which goes through the application API (strata.h) alone.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "strata.h"
+#include "config/config.h" /* the --help text */
 #include "gguf/gguf.h"
 #include "plugin/io_check.h"
 #include "plugin/registry.h"
@@ -65,7 +67,9 @@ static int run(int argc, char **argv)
 	struct strata_stats st = { 0 };
 	struct run_state rs = { 0 };
 	int32_t *prompt = NULL;
+	const char *dump;
 	char line[1024];
+	int32_t n_predict;
 	int rc, n;
 
 	rc = strata_engine_create_args(argc, argv, &e);
@@ -73,8 +77,8 @@ static int run(int argc, char **argv)
 		return 0; /* --help */
 	if (rc)
 		return 1;
-	if (e->cfg.serve_enabled) {
-		rc = strata_serve_run(e);
+	if (!strcmp(strata_engine_setting(e, "serve", "enabled"), "true")) {
+		rc = strata_serve(e);
 		strata_engine_free(e);
 		return rc < 0 ? 1 : 0;
 	}
@@ -83,14 +87,14 @@ static int run(int argc, char **argv)
 		strata_engine_free(e);
 		return 1;
 	}
-	if ((uint32_t)n > strata_seq_n_ctx(e->seq)) {
+	if ((uint32_t)n > strata_engine_n_ctx(e)) {
 		strata_error("the prompt has %d tokens but the context holds %u "
-			     "(raise [model] ctx_size or --ctx-size)", n, strata_seq_n_ctx(e->seq));
+			     "(raise [model] ctx_size or --ctx-size)", n, strata_engine_n_ctx(e));
 		free(prompt);
 		strata_engine_free(e);
 		return 1;
 	}
-	rs.cap = strata_seq_n_ctx(e->seq) + 1;
+	rs.cap = strata_engine_n_ctx(e) + 1;
 	rs.tokens = malloc(rs.cap * sizeof(int32_t));
 	if (!rs.tokens) {
 		free(prompt);
@@ -99,16 +103,21 @@ static int run(int argc, char **argv)
 	}
 	memcpy(rs.tokens, prompt, (size_t)n * sizeof(int32_t));
 	rs.n = (uint32_t)n;
-	rs.quiet = e->cfg.dump_logits != NULL;
-	if (!rs.quiet)
-		fwrite(e->prompt_text, 1, e->prompt_len, stdout);
-	rc = strata_generate(e, prompt, (uint32_t)n, e->cfg.n_predict, on_token, &rs, &st);
+	dump = strata_engine_setting(e, "run", "dump_logits");
+	rs.quiet = dump != NULL;
+	if (!rs.quiet) {
+		size_t len;
+		const char *text = strata_engine_prompt_text(e, &len);
+
+		fwrite(text, 1, len, stdout);
+	}
+	n_predict = (int32_t)strtol(strata_engine_setting(e, "run", "n_predict"), NULL, 10);
+	rc = strata_generate(e, prompt, (uint32_t)n, n_predict, on_token, &rs, &st);
 	if (!rs.quiet)
 		printf("\n");
 	fflush(stdout); /* the timing line on stderr comes after the text */
 	if (rc >= 0 && rs.quiet)
-		rc = strata_engine_write_dump(e, rs.tokens, (uint32_t)n, st.n_gen,
-					      e->cfg.dump_logits);
+		rc = strata_engine_write_dump(e, rs.tokens, (uint32_t)n, st.n_gen, dump);
 	if (rc >= 0) {
 		fprintf(stderr, "prompt %u tokens in %.2f ms (%.1f tok/s); generated %u tokens in "
 			"%.2f ms (%.1f tok/s)\n", st.n_prompt, st.prompt_ms,
@@ -119,7 +128,7 @@ static int run(int argc, char **argv)
 				st.n_accepted, st.n_drafted,
 				st.n_drafted ? 100.0 * st.n_accepted / st.n_drafted : 0.0,
 				(double)(st.n_windows + st.n_accepted) / st.n_windows);
-		if (e->ple) /* qwen4exp: how long the PLE layer waited for the SSD */
+		if (st.n_chunks && !strcmp(strata_engine_arch(e), "qwen4exp")) /* its PLE reads */
 			fprintf(stderr, "prefill %u tokens in %u chunks, %.2f ms (%.1f tok/s); PLE %.2f "
 				"ms\n", st.n_prompt - st.n_reused, st.n_chunks, st.prompt_ms,
 				st.prompt_ms > 0 ? (st.n_prompt - st.n_reused) * 1e3 / st.prompt_ms

@@ -247,8 +247,8 @@ static const char *plugin_env(const char *section, const char *key)
 	return v && *v ? v : NULL;
 }
 
-const char *strata_config_get(const struct strata_config *c, const char *section,
-			      const char *key)
+static const char *config_get(const struct strata_config *c, const char *section,
+			      const char *key, int cli_too)
 {
 	struct strata_config_raw *r = c->raw;
 	const char *out = NULL;
@@ -259,7 +259,7 @@ const char *strata_config_get(const struct strata_config *c, const char *section
 	if (strata_cfg_core_section(section)) {
 		const struct strata_cfg_key *k = strata_cfg_find(section, key);
 
-		if (k && !(k->flags & STRATA_CFG_CLI_ONLY))
+		if (k && (cli_too || !(k->flags & STRATA_CFG_CLI_ONLY)))
 			out = intern(r, strata_cfg_format(c, k));
 	} else {
 		const char *env = plugin_env(section, key);
@@ -272,6 +272,18 @@ const char *strata_config_get(const struct strata_config *c, const char *section
 	}
 	pthread_mutex_unlock(&r->lock);
 	return out;
+}
+
+const char *strata_config_get(const struct strata_config *c, const char *section,
+			      const char *key)
+{
+	return config_get(c, section, key, 0);
+}
+
+const char *strata_config_get_any(const struct strata_config *c, const char *section,
+				  const char *key)
+{
+	return config_get(c, section, key, 1);
 }
 
 static const char *suggest(const char *key, const char *const *keys)

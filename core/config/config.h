@@ -138,6 +138,9 @@ void strata_config_print_help(const char *prog);
  */
 const char *strata_config_get(const struct strata_config *c, const char *section,
 			      const char *key);
+/* strata_config_get, the keys only a flag sets ([run] dump_logits) included. */
+const char *strata_config_get_any(const struct strata_config *c, const char *section,
+				  const char *key);
 
 /*
  * Check the keys of plugin section `section` against the NULL-terminated list

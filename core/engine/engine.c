@@ -42,6 +42,12 @@ static int engine_describe(struct strata_engine *e)
 	e->model_name = strndup(base, len);
 	if (!e->model_name)
 		return -ENOMEM;
+	if (strata_gguf_get_str(e->model->gguf, "general.architecture", &tmpl) == 0)
+		e->arch = strndup(tmpl.s, (size_t)tmpl.len);
+	else
+		e->arch = strdup("");
+	if (!e->arch)
+		return -ENOMEM;
 	if (strata_gguf_get_str(e->model->gguf, "tokenizer.chat_template", &tmpl) == 0) {
 		e->chat_template = strndup(tmpl.s, (size_t)tmpl.len);
 		if (!e->chat_template)
@@ -308,6 +314,7 @@ void strata_engine_free(struct strata_engine *e)
 		strata_tokenizer_free(e->tok);
 		strata_model_free(e->model);
 		free(e->model_name);
+		free(e->arch);
 		free(e->chat_template);
 		pthread_mutex_destroy(&e->sh->run);
 		strata_config_free(&e->sh->cfg);
@@ -714,6 +721,23 @@ int strata_engine_tokenize(const struct strata_engine *e, const char *text, size
 	if (flags & STRATA_TOKENIZE_PARSE_SPECIAL)
 		f |= STRATA_TOK_PARSE_SPECIAL;
 	return strata_tokenize(e->tok, text, len, f, ids);
+}
+
+const char *strata_engine_arch(const struct strata_engine *e)
+{
+	return e->arch;
+}
+
+const char *strata_engine_setting(const struct strata_engine *e, const char *section,
+				  const char *key)
+{
+	return strata_config_get_any(&e->cfg, section, key);
+}
+
+const char *strata_engine_prompt_text(const struct strata_engine *e, size_t *len)
+{
+	*len = e->prompt_text ? e->prompt_len : 0;
+	return e->prompt_text ? e->prompt_text : "";
 }
 
 const char *strata_engine_model_name(const struct strata_engine *e)

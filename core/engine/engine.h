@@ -47,6 +47,7 @@ struct strata_engine {
 	char *prompt_text;              /* the text strata_engine_prompt_tokens read */
 	size_t prompt_len;
 	char *model_name;               /* file name without ".gguf" */
+	char *arch;                     /* general.architecture ("" when absent) */
 	char *chat_template;            /* tokenizer.chat_template, or NULL */
 	/*
 	 * The tokens in the sequence's cache, in order (n_hist == its position):
@@ -215,12 +216,5 @@ int strata_engine_make_seq(struct strata_engine *e, uint32_t n_ctx);
  */
 int strata_engine_fall_back(struct strata_engine *e);
 
-/*
- * Write the .slog file of the last strata_generate() (needs --dump-logits):
- * tokens and every logits row, layout of ../shared/golden/README.md.  Also
- * prints the sha256 of the logits row that chose the first generated token.
- */
-int strata_engine_write_dump(struct strata_engine *e, const int32_t *tokens, uint32_t n_prompt,
-			     uint32_t n_gen, const char *path);
 
 #endif

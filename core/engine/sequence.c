@@ -39,6 +39,7 @@ int strata_engine_new_sequence(struct strata_engine *e, struct strata_engine **o
 	n->xs = e->xs;
 	n->ple = e->ple;
 	n->model_name = e->model_name;
+	n->arch = e->arch;
 	n->chat_template = e->chat_template;
 	rc = strata_seq_create(n->ctx, strata_seq_n_ctx(e->seq), &n->seq);
 	if (!rc)

@@ -14,7 +14,7 @@
 
 #include "serve/api_int.h"
 #include "serve/dialect.h"
-#include "engine/engine.h"
+#include "strata.h"
 #include "serve/serve_int.h"
 
 #define JSON_TYPE "application/json"
@@ -191,7 +191,7 @@ enum MHD_Result strata_route_props(struct strata_server *s, struct MHD_Connectio
 	     cJSON_AddNumberToObject(params, "repeat_last_n", p.repeat_last_n) &&
 	     cJSON_AddNumberToObject(root, "total_slots", 1) &&
 	     cJSON_AddStringToObject(root, "model_alias", strata_engine_model_name(s->e)) &&
-	     cJSON_AddStringToObject(root, "model_path", s->e->cfg.model_path) &&
+	     cJSON_AddStringToObject(root, "model_path", strata_engine_setting(s->e, "model", "path")) &&
 	     cJSON_AddStringToObject(root, "chat_template", strata_chat_source(s->chat)) &&
 	     cJSON_AddStringToObject(root, "chat_template_origin", strata_chat_origin(s->chat)) &&
 	     cJSON_AddStringToObject(root, "tool_call_format", strata_toolfmt_name(s->toolfmt)) &&

@@ -40,10 +40,6 @@ uint16_t strata_serve_port(const struct strata_server *s);
  */
 void strata_serve_stop(struct strata_server *s);
 
-/*
- * The --serve main loop: start, log the URL, serve until SIGINT or SIGTERM,
- * stop.  Returns 0, or a negative errno when the server could not start.
- */
-int strata_serve_run(struct strata_engine *e);
+/* strata_serve(e): strata.h. */
 
 #endif

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "strata.h"
 #include "serve/grammar.h"
 #include "util/log.h"
 
@@ -288,26 +288,45 @@ static int listen_on(const char *host, uint32_t port, uint16_t *bound)
 	return fd;
 }
 
+/*
+ * [serve] key as the engine was made with it, NULL when unset: the server
+ * reads its settings through the application API (strata.h), like any
+ * program embedding strata would.
+ */
+static const char *setting(const struct strata_engine *e, const char *key)
+{
+	const char *v = strata_engine_setting(e, "serve", key);
+
+	return v && *v ? v : NULL;
+}
+
+/* A count setting (the configuration has checked its range already). */
+static uint32_t setting_u32(const struct strata_engine *e, const char *key)
+{
+	const char *v = setting(e, key);
+
+	return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+}
+
 /* [serve] api_key, with STRATA_API_KEY above the INI file but below STRATA_SERVE_API_KEY. */
-static const char *api_key(const struct strata_config *c)
+static const char *api_key(const struct strata_engine *e)
 {
 	const char *env = getenv("STRATA_SERVE_API_KEY"), *alias = getenv("STRATA_API_KEY");
 
 	if ((!env || !*env) && alias && *alias)
 		return alias;
-	return c->serve_api_key && *c->serve_api_key ? c->serve_api_key : NULL;
+	return setting(e, "api_key");
 }
 
 /* The chat template of [serve] chat_template(_file) or the model, with its BOS/EOS text. */
 static int open_chat(struct strata_engine *e, struct strata_chat **out)
 {
-	const struct strata_config *c = &e->cfg;
 	int32_t bos = strata_engine_token_bos(e), eos = strata_engine_token_eos(e), *ids = NULL;
 	struct strata_chat_opts o = {
-		.setting = c->serve_chat_template, .file = c->serve_chat_template_file,
+		.setting = setting(e, "chat_template"), .file = setting(e, "chat_template_file"),
 		.model = strata_engine_chat_template(e),
 		/* qwen4exp speaks Qwen's ChatML with a thinking block, template or not */
-		.fallback = e->model->hp.arch == STRATA_ARCH_QWEN4EXP ? "qwen" : NULL,
+		.fallback = !strcmp(strata_engine_arch(e), "qwen4exp") ? "qwen" : NULL,
 		.bos = bos >= 0 && strata_engine_token_text(e, bos) ? strata_engine_token_text(e, bos)
 								    : "",
 		.eos = eos >= 0 && strata_engine_token_text(e, eos) ? strata_engine_token_text(e, eos)
@@ -344,13 +363,12 @@ static void find_markers(struct strata_server *s)
 
 static int server_init(struct strata_engine *e, struct strata_server *s)
 {
-	const struct strata_config *c = &e->cfg;
-	const char *key = api_key(c);
+	const char *key = api_key(e);
 	int rc;
 
 	s->e = e;
-	s->max_body = c->serve_max_body;
-	s->queue_max = c->serve_queue;
+	s->max_body = setting_u32(e, "max_body");
+	s->queue_max = setting_u32(e, "queue");
 	s->started = (long long)time(NULL);
 	if ((rc = open_chat(e, &s->chat)))
 		return rc;
@@ -361,10 +379,10 @@ static int server_init(struct strata_engine *e, struct strata_server *s)
 	atomic_init(&s->stopping, 0);
 	if (key && !(s->api_key = strdup(key)))
 		return -ENOMEM;
-	if ((rc = strata_access_init(&s->access, c->serve_cors_origins, c->serve_allowed_hosts,
-				     key != NULL)))
+	if ((rc = strata_access_init(&s->access, setting(e, "cors_origins"),
+				     setting(e, "allowed_hosts"), key != NULL)))
 		return rc;
-	s->web_dir = strata_static_dir(c->serve_web_dir);
+	s->web_dir = strata_static_dir(setting(e, "web_dir"));
 	if ((rc = strata_metrics_init(&s->metrics)))
 		return rc;
 	pthread_mutex_init(&s->lock, NULL);
@@ -375,7 +393,7 @@ static int server_init(struct strata_engine *e, struct strata_server *s)
 
 int strata_serve_start(struct strata_engine *e, struct strata_server **out)
 {
-	const struct strata_config *c = &e->cfg;
+	const char *host = setting(e, "host");
 	struct strata_server *s = calloc(1, sizeof(*s));
 	int fd, rc;
 
@@ -392,7 +410,7 @@ int strata_serve_start(struct strata_engine *e, struct strata_server **out)
 		free(s);
 		return s ? rc : -ENOMEM;
 	}
-	fd = listen_on(c->serve_host ? c->serve_host : "127.0.0.1", c->serve_port, &s->port);
+	fd = listen_on(host ? host : "127.0.0.1", setting_u32(e, "port"), &s->port);
 	if (fd < 0) {
 		strata_serve_stop(s);
 		return fd;
@@ -464,7 +482,7 @@ static void log_backends(const struct strata_engine *e)
 	strata_info("%s", line);
 }
 
-int strata_serve_run(struct strata_engine *e)
+int strata_serve(struct strata_engine *e)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct strata_server *s;
@@ -478,7 +496,7 @@ int strata_serve_run(struct strata_engine *e)
 	if ((rc = strata_serve_start(e, &s)))
 		return rc;
 	strata_info("serving %s on http://%s:%u (chat template: %s, queue %u%s)",
-		    strata_engine_model_name(e), e->cfg.serve_host ? e->cfg.serve_host : "127.0.0.1",
+		    strata_engine_model_name(e), setting(e, "host") ? setting(e, "host") : "127.0.0.1",
 		    s->port, strata_chat_origin(s->chat), s->queue_max,
 		    s->api_key ? ", API key required" : "");
 	strata_static_check(s);
