@@ -98,8 +98,10 @@ n_api=$(grep -c '^STRATA_API ' "$src/include/strata.h")
 [ "$(echo "$exported" | wc -l)" -eq "$n_api" ] ||
   fail "libstrata exports $(echo "$exported" | wc -l) functions, strata.h declares $n_api"
 case "$(pkg-config --cflags --libs strata)" in *"$src"*) fail "strata.pc reaches into the source tree" ;; esac
-cc -O2 -Wall -Wextra -Werror "$src/examples/embed/embed.c" $(pkg-config --cflags --libs strata) \
-  -Wl,-rpath,"$(dirname "$lib")" -o "$work/embed"
+# A sanitized build's libstrata needs its runtime first in the program that loads it.
+san=$(sed -n 's/^STRATA_SANITIZE:STRING=//p' "$build/CMakeCache.txt")
+cc -O2 -Wall -Wextra -Werror ${san:+-fsanitize=$san} "$src/examples/embed/embed.c" \
+  $(pkg-config --cflags --libs strata) -Wl,-rpath,"$(dirname "$lib")" -o "$work/embed"
 story="$shared/models/stories260K.gguf"
 if [ -e "$story" ]; then
   "$work/embed" "$story" "Once upon a time" run.n_predict=32 run.temp=0 >embed.txt 2>embed.err ||
