@@ -55,9 +55,6 @@ static const struct variant variants[] = {
 #define N_PLAIN 4
 
 static struct strata_iocheck g_k; /* the pattern file, its directory, whether O_DIRECT works */
-#define g_file g_k.file
-#define g_dir g_k.dir
-#define g_direct_ok g_k.direct_ok
 
 /* ---- fixture ------------------------------------------------------------- */
 
@@ -76,7 +73,7 @@ static int fx_load(struct fx *f, int v, const char *extra_keys)
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	snprintf(ini, sizeof(ini), "%s/v%d.ini", g_dir, v);
+	snprintf(ini, sizeof(ini), "%s/v%d.ini", g_k.dir, v);
 	snprintf(text, sizeof(text), "[%s]\n%s%s", variants[v].plugin, variants[v].keys,
 		 extra_keys ? extra_keys : "");
 	ck_assert_int_eq(tu_write_file(ini, text, strlen(text)), 0);
@@ -112,9 +109,9 @@ static void fx_free(struct fx *f)
 
 static void open_ok(struct fx *f, uint32_t flags, uint32_t depth, void **h)
 {
-	int rc = f->ops->open(f->host, g_file, flags, depth, h);
+	int rc = f->ops->open(f->host, g_k.file, flags, depth, h);
 
-	ck_assert_msg(rc == 0, "open(%s, flags %u, depth %u): %s", g_file, flags, depth,
+	ck_assert_msg(rc == 0, "open(%s, flags %u, depth %u): %s", g_k.file, flags, depth,
 		      strerror(-rc));
 	ck_assert_ptr_nonnull(*h);
 }
@@ -122,9 +119,9 @@ static void open_ok(struct fx *f, uint32_t flags, uint32_t depth, void **h)
 /* A direct-mode case's start: 0 (skipped) where no directory here takes O_DIRECT. */
 static int direct_or_skip(int v)
 {
-	if (!g_direct_ok)
+	if (!g_k.direct_ok)
 		tu_skip("%s direct: no directory here takes O_DIRECT (set TMPDIR)", variants[v].label);
-	return g_direct_ok;
+	return g_k.direct_ok;
 }
 
 /* Conformance case c (io_check.h) on variant v: passes, or fails with the suite's reason. */
@@ -239,18 +236,18 @@ START_TEST(test_command)
 	char cmd[16384], out[65536], ini[4200];
 	const char *faulty = "[io-faulty]\ninner = io-pread\nshort_rate = 0.02\n";
 
-	snprintf(cmd, sizeof(cmd), "%s io-check io-pread --dir %s 2>&1", STRATA_BIN, g_dir);
+	snprintf(cmd, sizeof(cmd), "%s io-check io-pread --dir %s 2>&1", STRATA_BIN, g_k.dir);
 	ck_assert_msg(tu_run(cmd, out, sizeof(out)) == 0, "%s", out);
 	ck_assert_msg(strstr(out, "io-check: io-pread: 9 passed, 0 skipped, 0 failed") ||
-			      (!g_direct_ok && strstr(out, "io-check: io-pread: 6 passed, 3 skipped, 0 failed")),
+			      (!g_k.direct_ok && strstr(out, "io-check: io-pread: 6 passed, 3 skipped, 0 failed")),
 		      "%s", out);
 	snprintf(cmd, sizeof(cmd), "%s io-check io-faulty --plugin-dir %s/test --dir %s 2>&1",
-		 STRATA_BIN, STRATA_PLUGIN_DIR, g_dir);
+		 STRATA_BIN, STRATA_PLUGIN_DIR, g_k.dir);
 	ck_assert_msg(tu_run(cmd, out, sizeof(out)) == 0, "%s", out);
-	snprintf(ini, sizeof(ini), "%s/faulty.ini", g_dir);
+	snprintf(ini, sizeof(ini), "%s/faulty.ini", g_k.dir);
 	ck_assert_int_eq(tu_write_file(ini, faulty, strlen(faulty)), 0);
 	snprintf(cmd, sizeof(cmd), "%s io-check io-faulty -c %s --plugin-dir %s/test --dir %s 2>&1",
-		 STRATA_BIN, ini, STRATA_PLUGIN_DIR, g_dir);
+		 STRATA_BIN, ini, STRATA_PLUGIN_DIR, g_k.dir);
 	ck_assert_int_eq(tu_run(cmd, out, sizeof(out)), 1);
 	unlink(ini);
 	ck_assert_msg(strstr(out, "  FAIL  random reads ") && strstr(out, "(want "), "%s", out);
@@ -288,7 +285,7 @@ static void bad_key(const char *plugin, const char *keyline, const char *key)
 		return;
 	g_log_lines[0] = 0;
 	strata_log_set_sink(log_capture, NULL);
-	ck_assert_int_eq(f.ops->open(f.host, g_file, 0, 8, &h), -EINVAL);
+	ck_assert_int_eq(f.ops->open(f.host, g_k.file, 0, 8, &h), -EINVAL);
 	strata_log_set_sink(NULL, NULL);
 	ck_assert_ptr_null(h);
 	ck_assert_msg(strstr(g_log_lines, key), "%s: message does not name %s: '%s'", plugin, key,
@@ -434,7 +431,7 @@ static void remove_dir(void)
 	int v;
 
 	for (v = 0; v < N_VARIANTS; v++) {
-		snprintf(p, sizeof(p), "%s/v%d.ini", g_dir, v);
+		snprintf(p, sizeof(p), "%s/v%d.ini", g_k.dir, v);
 		unlink(p);
 	}
 	strata_iocheck_cleanup(&g_k);
@@ -453,7 +450,7 @@ int main(void)
 		       FILE_SIZE);
 		return STRATA_TEST_SKIP;
 	}
-	printf("io test file: %s (O_DIRECT %s)\n", g_file, g_direct_ok ? "works" : "refused");
+	printf("io test file: %s (O_DIRECT %s)\n", g_k.file, g_k.direct_ok ? "works" : "refused");
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_random_reads, 0, N_PLAIN);
 	tcase_add_loop_test(tc, test_caps, 0, N_PLAIN);

@@ -69,7 +69,7 @@ static int run(int argc, char **argv)
 	int32_t *prompt = NULL;
 	const char *dump;
 	char line[1024];
-	int32_t n_predict;
+	struct strata_gen_params g;
 	int rc, n;
 
 	rc = strata_engine_create_args(argc, argv, &e);
@@ -111,8 +111,8 @@ static int run(int argc, char **argv)
 
 		fwrite(text, 1, len, stdout);
 	}
-	n_predict = (int32_t)strtol(strata_engine_setting(e, "run", "n_predict"), NULL, 10);
-	rc = strata_generate(e, prompt, (uint32_t)n, n_predict, on_token, &rs, &st);
+	strata_engine_gen_defaults(e, &g); /* [run] n_predict and the sampler's settings */
+	rc = strata_generate(e, prompt, (uint32_t)n, g.n_predict, on_token, &rs, &st);
 	if (!rs.quiet)
 		printf("\n");
 	fflush(stdout); /* the timing line on stderr comes after the text */

@@ -317,6 +317,27 @@ out:
 
 /* ---- the cases ---------------------------------------------------------------------- */
 
+/*
+ * Does the plugin open the file direct?  A plugin need not do direct I/O:
+ * one that says -EINVAL (what the ABI has it say where it cannot) on a file
+ * system that takes it runs the buffered cases only.
+ */
+static int plugin_direct(struct strata_iocheck *k)
+{
+	void *h = NULL;
+	int rc;
+
+	if (!k->direct_ok)
+		return 0;
+	if (k->plugin_direct < 0) { /* once: the plugin may warn each time it refuses */
+		rc = k->ops->open(k->host, k->file, STRATA_IO_DIRECT, 4, &h);
+		if (!rc && h)
+			k->ops->close(h);
+		k->plugin_direct = rc != -EINVAL;
+	}
+	return k->plugin_direct;
+}
+
 static int open_h(struct strata_iocheck *k, uint32_t flags, uint32_t depth, void **h)
 {
 	int rc = k->ops->open(k->host, k->file, flags, depth, h);
@@ -495,7 +516,7 @@ static int reap_timeout(struct strata_iocheck *k)
 	long polls = 0;
 
 	CHECK(k, buf, "out of memory");
-	if ((rc = open_h(k, k->direct_ok ? STRATA_IO_DIRECT : 0, 16, &h)))
+	if ((rc = open_h(k, plugin_direct(k) ? STRATA_IO_DIRECT : 0, 16, &h)))
 		goto out;
 	t0 = now_ms();
 	n = k->ops->reap(h, done, 1, 32, 200);
@@ -544,7 +565,7 @@ static int close_in_flight(struct strata_iocheck *k)
 
 	CHECK(k, buf, "out of memory");
 	for (round = 0; round < 30; round++) {
-		int direct = k->direct_ok && (round & 1), n;
+		int direct = plugin_direct(k) && (round & 1), n;
 		void *h = NULL;
 
 		if ((rc = open_h(k, direct ? STRATA_IO_DIRECT : 0, 64, &h)))
@@ -629,7 +650,7 @@ static int threads(struct strata_iocheck *k)
 	int i, n = 0;
 
 	for (i = 0; i < 4; i++) {
-		jobs[i] = (struct thread_job){ k, k->direct_ok && (i & 1), 0,
+		jobs[i] = (struct thread_job){ k, plugin_direct(k) && (i & 1), 0,
 					       0x1234567ull * (uint64_t)(i + 1), "" };
 		if (pthread_create(&t[i], NULL, thread_reads, &jobs[i]))
 			break;
@@ -661,32 +682,11 @@ static int run_case(struct strata_iocheck *k, int c)
 	return FAIL(k, "no case %d", c);
 }
 
-/*
- * Does the plugin open the file direct?  A plugin need not do direct I/O:
- * one that says -EINVAL (what the ABI has it say where it cannot) on a file
- * system that takes it runs the buffered cases only.
- */
-static int plugin_direct(struct strata_iocheck *k)
-{
-	void *h = NULL;
-	int rc;
-
-	if (!k->direct_ok)
-		return 0;
-	if (k->plugin_direct < 0) { /* once: the plugin may warn each time it refuses */
-		rc = k->ops->open(k->host, k->file, STRATA_IO_DIRECT, 4, &h);
-		if (!rc && h)
-			k->ops->close(h);
-		k->plugin_direct = rc != -EINVAL;
-	}
-	return k->plugin_direct;
-}
 
 int strata_iocheck_run(struct strata_iocheck *k, int c)
 {
 	int direct = c == STRATA_IOCHECK_RANDOM_DIRECT || c == STRATA_IOCHECK_EOF_DIRECT ||
 		     c == STRATA_IOCHECK_MISALIGNED;
-	int fs_direct = k->direct_ok, rc;
 
 	k->err[0] = 0;
 	if (direct && !k->direct_ok) {
@@ -694,14 +694,9 @@ int strata_iocheck_run(struct strata_iocheck *k, int c)
 			 k->dir);
 		return 1;
 	}
-	/* From here on direct_ok means: the plugin reads this file direct. */
-	k->direct_ok = plugin_direct(k);
-	if (direct && !k->direct_ok) {
-		k->direct_ok = fs_direct;
+	if (direct && !plugin_direct(k)) {
 		snprintf(k->err, sizeof(k->err), "the plugin does no direct I/O (open says -EINVAL)");
 		return 1;
 	}
-	rc = run_case(k, c);
-	k->direct_ok = fs_direct;
-	return rc;
+	return run_case(k, c);
 }
