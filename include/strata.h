@@ -19,11 +19,15 @@ extern "C" {
 
 /*
  * What libstrata exports: only the functions declared here (the library is
- * built with hidden visibility otherwise).  An application defines nothing;
- * STRATA_BUILDING_LIB is the library's own.
+ * built with hidden visibility otherwise).  An application defines nothing
+ * (on Windows, STRATA_STATIC when it links the core's static library instead
+ * of the DLL, as the strata command does); STRATA_BUILDING_LIB is the
+ * library's own.
  */
 #if defined(_WIN32)
-#if defined(STRATA_BUILDING_LIB)
+#if defined(STRATA_STATIC) /* linking the core's static library, not the DLL */
+#define STRATA_API
+#elif defined(STRATA_BUILDING_LIB)
 #define STRATA_API __declspec(dllexport)
 #else
 #define STRATA_API __declspec(dllimport)

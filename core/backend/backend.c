@@ -13,6 +13,7 @@
 #include "backend/exec.h"
 #include "cpu/kernels.h"
 #include "cpu/pool.h"
+#include "plat/plat.h"
 #include "plugin/registry.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -21,14 +22,11 @@
 
 static int cpu_info(void *dev, struct strata_device_info *info)
 {
-	long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
-	long page = sysconf(_SC_PAGESIZE);
-
 	(void)dev;
 	memset(info, 0, sizeof(*info));
 	snprintf(info->name, sizeof(info->name), "cpu (%s)", strata_simd_name(strata_simd_get()));
-	info->mem_total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-	info->mem_free = avail > 0 && page > 0 ? (uint64_t)avail * (uint64_t)page : 0;
+	info->mem_total = strata_phys_mem();
+	info->mem_free = strata_phys_mem_free();
 	info->host_buffers = 1;
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu/pool.h"
+#include "util/mem.h"
 
 /* "No dependences between iterations" where the compiler takes it (clang has its own). */
 #if defined(__clang__)
@@ -33,9 +34,10 @@ int strata_exec_grow(void **p, size_t *cap, size_t n, size_t size)
 		return 0;
 	if (size && n > SIZE_MAX / size)
 		return -ENOMEM;
-	if (posix_memalign(&q, 64, n * size > 0 ? n * size : 64))
+	q = strata_aligned_alloc(64, n * size > 0 ? n * size : 64);
+	if (!q)
 		return -ENOMEM;
-	free(*p);
+	strata_aligned_free(*p);
 	*p = q;
 	*cap = n;
 	return 0;
@@ -63,15 +65,15 @@ void strata_exec_free(struct strata_exec *x)
 {
 	if (!x)
 		return;
-	free(x->items);
-	free(x->mats);
-	free(x->scores);
-	free(x->dn_xc);
-	free(x->dn_g);
-	free(x->dn_beta);
-	free(x->dn_rule);
-	free(x->qsa_pooled);
-	free(x->qsa_scratch);
+	strata_aligned_free(x->items);
+	strata_aligned_free(x->mats);
+	strata_aligned_free(x->scores);
+	strata_aligned_free(x->dn_xc);
+	strata_aligned_free(x->dn_g);
+	strata_aligned_free(x->dn_beta);
+	strata_aligned_free(x->dn_rule);
+	strata_aligned_free(x->qsa_pooled);
+	strata_aligned_free(x->qsa_scratch);
 	free(x);
 }
 

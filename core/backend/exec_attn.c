@@ -20,6 +20,7 @@
 
 #include "cpu/attn.h"
 #include "cpu/pool.h"
+#include "util/mem.h"
 
 struct attn_task {
 	struct strata_exec *x;
@@ -96,7 +97,7 @@ int strata_exec_attn(struct strata_exec *x, const struct strata_op *op)
 	if (x->scores_per < 4 * (size_t)a.ctx || x->scores_threads < (size_t)nth) {
 		size_t cap = 0;
 
-		free(x->scores);
+		strata_aligned_free(x->scores);
 		x->scores = NULL;
 		x->scores_per = x->scores_threads = 0;
 		/* not cleared: only the threads that run touch their pages */
@@ -195,7 +196,7 @@ int strata_exec_attn_sparse(struct strata_exec *x, const struct strata_op *op)
 		size_t cap = 0, per = (size_t)sel->ne[0] > 4 * (size_t)a.ctx ? (size_t)sel->ne[0]
 									     : 4 * (size_t)a.ctx;
 
-		free(x->scores);
+		strata_aligned_free(x->scores);
 		x->scores = NULL;
 		x->scores_per = x->scores_threads = 0;
 		if ((rc = strata_exec_grow((void **)&x->scores, &cap, per * nth, sizeof(float))))

@@ -26,6 +26,7 @@
 #include "q6_k_r16.h"
 #include "q8_0_r16.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 #ifdef STRATA_KERN_X86
 #include <cpuid.h>
@@ -346,7 +347,7 @@ static void tls_free(void *v)
 {
 	struct tls_scratch *s = v;
 
-	free(s->p);
+	strata_aligned_free(s->p);
 	free(s);
 }
 
@@ -374,9 +375,10 @@ static void *tls_buf(int which, size_t bytes)
 	if (bytes > s->n) {
 		void *p;
 
-		if (posix_memalign(&p, 64, bytes))
+		p = strata_aligned_alloc(64, bytes);
+		if (!p)
 			return NULL;
-		free(s->p);
+		strata_aligned_free(s->p);
 		s->p = p;
 		s->n = bytes;
 	}

@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,6 +45,7 @@
 #define cpu_relax() ((void)0)
 #endif
 
+#include "plat/plat.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -247,14 +247,12 @@ static void stop_workers(struct strata_pool *p, int started)
 int strata_pool_create(int n_threads, struct strata_pool **out)
 {
 	struct strata_pool *p;
-	sigset_t all, old;
+	struct strata_sigmask old;
 	int rc = 0, started = 0;
 
 	*out = NULL;
 	if (n_threads <= 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		n_threads = n > 0 ? (int)n : 1;
+		n_threads = strata_cpu_count();
 	}
 	if (n_threads > POOL_MAX_THREADS)
 		n_threads = POOL_MAX_THREADS;
@@ -274,8 +272,7 @@ int strata_pool_create(int n_threads, struct strata_pool **out)
 		}
 	}
 	/* Helpers must not take the process's signals (SIGINT for the server). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	strata_threads_signals_block(&old);
 	for (int i = 0; i < n_threads - 1; i++) {
 		struct worker *w = &p->workers[i];
 
@@ -286,7 +283,7 @@ int strata_pool_create(int n_threads, struct strata_pool **out)
 			break;
 		started++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	strata_threads_signals_restore(&old);
 	if (rc) {
 		strata_error("thread pool: cannot start thread %d of %d: %s",
 			     started + 1, n_threads, strerror(-rc));
@@ -310,7 +307,7 @@ void strata_pool_free(struct strata_pool *pool)
 		return;
 	stop_workers(pool, pool->n - 1);
 	free(pool->workers);
-	free(pool->scratch);
+	strata_aligned_free(pool->scratch);
 	pthread_cond_destroy(&pool->finished);
 	pthread_cond_destroy(&pool->wake);
 	pthread_mutex_destroy(&pool->lock);
@@ -362,12 +359,14 @@ void *strata_pool_scratch(struct strata_pool *pool, size_t bytes)
 	if (want < bytes)
 		want = bytes;
 	want = (want + 4095) & ~(size_t)4095;
-	if (posix_memalign(&p, 64, want)) {
-		if (posix_memalign(&p, 64, bytes))
+	p = strata_aligned_alloc(64, want);
+	if (!p) {
+		p = strata_aligned_alloc(64, bytes);
+		if (!p)
 			return NULL;
 		want = bytes;
 	}
-	free(pool->scratch);
+	strata_aligned_free(pool->scratch);
 	pool->scratch = p;
 	pool->scratch_size = want;
 	return p;

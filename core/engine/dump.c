@@ -6,9 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "engine.h"
+#include "plat/plat.h"
 #include "util/log.h"
 
 #define SLOG_MAGIC 0x474F4C53u /* "SLOG" */
@@ -16,10 +15,9 @@
 
 static int sha256_hex(const void *data, size_t len, char hex[65])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
+	uint8_t md[32];
 
-	if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) || n != 32)
+	if (strata_sha256(data, len, md))
 		return -EIO;
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);

@@ -10,6 +10,7 @@
 #include "gguf/gguf_impl.h"
 
 #include "cpu/types.h"
+#include "plat/plat.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -511,10 +511,9 @@ static int map_file(struct strata_gguf *g, const char *path)
 		strata_error("%s: %s", path, st.st_size ? "file too large to map" : "empty file");
 		return st.st_size ? -EFBIG : -EINVAL;
 	}
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	e = errno;
+	e = -strata_map_file(fd, (uint64_t)st.st_size, 0, &m);
 	close(fd);
-	if (m == MAP_FAILED) {
+	if (e) {
 		strata_error("cannot map %s: %s", path, strerror(e));
 		return -e;
 	}
@@ -593,7 +592,7 @@ void strata_gguf_close(struct strata_gguf *g)
 	free(g->kv_hash.slot);
 	free(g->tensor_hash.slot);
 	if (g->map && !g->map_borrowed)
-		munmap((void *)g->map, (size_t)g->size);
+		strata_unmap_file((void *)g->map, g->size);
 	if (g->shards)
 		strata_gguf_shards_free_(g->shards);
 	free(g->path);

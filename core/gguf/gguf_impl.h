@@ -34,7 +34,7 @@ struct gguf_shards {
 	uint32_t n;          /* files, >= 2 */
 	char **path;         /* [n]; path[0] is the handle's own */
 	uint64_t *size;      /* [n] file sizes */
-	uint8_t *region;     /* the reserved range (for munmap) */
+	struct strata_vm_region *region; /* the reserved range the shards are mapped in */
 	uint64_t region_size;
 	uint8_t *base;       /* file 0's map; each file starts on a 2 MiB boundary */
 	uint64_t span;       /* bytes from base to the end of the last file */

@@ -20,6 +20,7 @@
  */
 #include "gguf/gguf_impl.h"
 
+#include "plat/plat.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,8 +42,7 @@ void strata_gguf_shards_free_(struct gguf_shards *s)
 {
 	if (!s)
 		return;
-	if (s->region)
-		munmap(s->region, (size_t)s->region_size);
+	strata_vm_region_free(s->region);
 	if (s->path)
 		for (uint32_t i = 0; i < s->n; i++)
 			free(s->path[i]);
@@ -126,6 +125,7 @@ static uint64_t shard_stride(uint64_t size)
 static int map_shards(struct gguf_shards *s)
 {
 	uint64_t at = 0;
+	int rc;
 
 	for (uint32_t i = 0; i < s->n; i++) {
 		struct stat st;
@@ -145,39 +145,35 @@ static int map_shards(struct gguf_shards *s)
 		s->size[i] = (uint64_t)st.st_size;
 		s->region_size += shard_stride(s->size[i]);
 	}
-	s->region_size += SHARD_ALIGN; /* room to align the start */
 	if (s->region_size > SIZE_MAX) {
 		strata_error("%s: %u shards too large to map", s->path[0], s->n);
 		return -EFBIG;
 	}
-	s->region = mmap(NULL, (size_t)s->region_size, PROT_NONE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (s->region == MAP_FAILED) {
-		int e = errno;
-
+	rc = strata_vm_region_reserve((size_t)s->region_size, SHARD_ALIGN, &s->region, &s->base);
+	if (rc) {
 		s->region = NULL;
 		strata_error("%s: cannot reserve %" PRIu64 " bytes to map %u shards: %s",
-			     s->path[0], s->region_size, s->n, strerror(e));
-		return -e;
+			     s->path[0], s->region_size, s->n, strerror(-rc));
+		return rc;
 	}
-	s->base = s->region + ((SHARD_ALIGN - (uintptr_t)s->region % SHARD_ALIGN) % SHARD_ALIGN);
 	for (uint32_t i = 0; i < s->n; i++) {
-		int fd = open(s->path[i], O_RDONLY | O_CLOEXEC), e;
-		void *m = MAP_FAILED;
+		int fd = open(s->path[i], O_RDONLY | O_CLOEXEC);
 		struct stat st;
 
-		if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size == s->size[i])
-			m = mmap(s->base + at, (size_t)s->size[i], PROT_READ,
-				 MAP_PRIVATE | MAP_FIXED, fd, 0);
-		else if (fd >= 0)
-			errno = ESTALE; /* the file changed between stat and open */
-		e = errno;
+		if (fd < 0)
+			rc = -errno;
+		else if (fstat(fd, &st) != 0)
+			rc = -errno;
+		else if ((uint64_t)st.st_size != s->size[i])
+			rc = -ESTALE; /* the file changed between stat and open */
+		else
+			rc = strata_vm_region_map(s->region, at, fd, s->size[i]);
 		if (fd >= 0)
 			close(fd);
-		if (m == MAP_FAILED) {
+		if (rc) {
 			strata_error("cannot map %s (shard %u of %u): %s", s->path[i], i + 1, s->n,
-				     strerror(e));
-			return -e;
+				     strerror(-rc));
+			return rc;
 		}
 		s->span = at + s->size[i];
 		at += shard_stride(s->size[i]);

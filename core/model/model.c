@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "gguf/gguf.h"
 #include "model/load_int.h"
+#include "plat/plat.h"
 #include "ple/ple.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -587,7 +587,7 @@ static void progress(const char *path, uint64_t done, uint64_t len, uint64_t *t_
 static void prefault(const struct strata_model *m, const char *path, unsigned flags)
 {
 	const struct strata_gguf *g = m->gguf;
-	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const uint64_t page = strata_page_size();
 	const int64_t n = strata_gguf_n_tensors(g);
 	uint64_t len = 0, done = 0;
 	volatile uint8_t sink = 0;
@@ -599,7 +599,7 @@ static void prefault(const struct strata_model *m, const char *path, unsigned fl
 
 		if (prefault_skip(t, flags) || !t->size)
 			continue;
-		madvise((void *)a, (uintptr_t)t->data + t->size - a, MADV_WILLNEED);
+		strata_vm_advise((void *)a, (uintptr_t)t->data + t->size - a, STRATA_VM_WILLNEED);
 		len += t->size;
 	}
 	if (len < (256u << 20) || !isatty(2))

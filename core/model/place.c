@@ -22,11 +22,11 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "backend/exec.h"
 #include "gguf/gguf.h"
+#include "plat/plat.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -575,11 +575,11 @@ static int rp_mat(const struct strata_ctx *c, const struct strata_tensor *t, str
  * mapping's pages come back from the page cache if read again. */
 static void rp_drop(const void *p, size_t n)
 {
-	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	const uintptr_t page = (uintptr_t)strata_page_size();
 	uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + n) & ~(page - 1);
 
 	if (e > a)
-		(void)madvise((void *)a, e - a, MADV_DONTNEED);
+		strata_vm_advise((void *)a, e - a, STRATA_VM_DONTNEED);
 }
 
 static void rp_task(void *arg, int ith, int nth)
@@ -678,14 +678,14 @@ static int place_repack(struct strata_ctx *c, const struct strata_ctx_opts *o)
 		free(j);
 		return 0;
 	}
-	j->arena = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (j->arena == MAP_FAILED) {
+	j->arena = strata_vm_alloc(bytes);
+	if (!j->arena) {
 		strata_info("weights stay in the file's mapping: no %.0f MiB to copy them to",
 			    bytes / 1048576.0);
 		free(j);
 		return 0;
 	}
-	(void)madvise(j->arena, bytes, MADV_HUGEPAGE);
+	strata_vm_advise(j->arena, bytes, STRATA_VM_HUGEPAGE);
 	atomic_init(&j->next, 0);
 	nth = c->pool ? strata_pool_size(c->pool) : 1;
 	if (nth > 1)
@@ -770,7 +770,7 @@ void strata_ctx_unplace(struct strata_ctx *c)
 	if (c->dev)
 		strata_backend_buf_free(c->dev, &c->out_buf);
 	if (c->rp_buf.base)
-		munmap(c->rp_buf.base, c->rp_buf.size);
+		strata_vm_free(c->rp_buf.base, c->rp_buf.size);
 	c->rp_buf.base = NULL;
 	free(c->L);
 	c->L = NULL;

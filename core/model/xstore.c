@@ -25,11 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "gguf/gguf.h"
 #include "io/aread.h"
+#include "plat/plat.h"
 #include "util/log.h"
 #include "util/mem.h"
 
@@ -199,10 +199,7 @@ static int alloc_cache(struct strata_xstore *xs)
 	xs->reads = calloc(xs->cap_reads, sizeof(*xs->reads));
 	xs->loading = calloc(xs->n_expert, sizeof(*xs->loading));
 	xs->hit = calloc(xs->n_expert, sizeof(*xs->hit));
-	xs->mem = mmap(NULL, (size_t)xs->n_slots * xs->slot_bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (xs->mem == MAP_FAILED)
-		xs->mem = NULL;
+	xs->mem = strata_vm_alloc((size_t)xs->n_slots * xs->slot_bytes);
 	if (!xs->slots || !xs->slot_of || !xs->reads || !xs->loading || !xs->hit || !xs->mem) {
 		strata_error("%s: out of memory for %u streamed experts (%zu MiB)", xs->path,
 			     xs->n_slots, ((size_t)xs->n_slots * xs->slot_bytes) >> 20);
@@ -268,7 +265,7 @@ void strata_xstore_close(struct strata_xstore *xs)
 			    100.0 * xs->st.hits / (double)(xs->st.hits + xs->st.misses),
 			    xs->st.reads, xs->st.bytes / 1048576.0, xs->st.retries, xs->st.failures);
 	if (xs->mem)
-		munmap(xs->mem, (size_t)xs->n_slots * xs->slot_bytes);
+		strata_vm_free(xs->mem, (size_t)xs->n_slots * xs->slot_bytes);
 	free(xs->slots);
 	free(xs->slot_of);
 	free(xs->reads);

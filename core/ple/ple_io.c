@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/mem.h"
 
 /*
  * Record the chunk's first error (logged once, here: several readers may
@@ -52,7 +53,8 @@ int strata_ple_worker_init(struct strata_ple_reader *r, struct ple_worker *w, ui
 		return -ENOMEM;
 	if (r->map)
 		return 0;
-	if (posix_memalign((void **)&w->bufs, STRATA_PLE_PAGE, (size_t)depth * STRATA_PLE_PAGE))
+	w->bufs = strata_aligned_alloc(STRATA_PLE_PAGE, (size_t)depth * STRATA_PLE_PAGE);
+	if (!w->bufs)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < depth; i++)
 		w->slots[i].req.io.buf = w->bufs + (size_t)i * STRATA_PLE_PAGE;
@@ -63,7 +65,7 @@ void strata_ple_worker_free(struct strata_ple_reader *r, struct ple_worker *w)
 {
 	(void)r;
 	strata_aread_close(w->ar);
-	free(w->bufs);
+	strata_aligned_free(w->bufs);
 	free(w->slots);
 	free(w->freel);
 	memset(w, 0, sizeof(*w));

@@ -16,11 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cpu/types.h"
+#include "plat/plat.h"
 #include "plugin/registry.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -109,21 +109,21 @@ static int check_table(struct strata_ple_reader *r, const struct strata_ple_tabl
 
 static int map_table(struct strata_ple_reader *r)
 {
-	int fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC), rc;
 	void *m;
 
 	if (fd < 0) {
 		strata_error("cannot read the PLE table %s: %s", r->path, strerror(errno));
 		return -errno;
 	}
-	m = mmap(NULL, r->file_size, PROT_READ, MAP_SHARED, fd, 0);
+	rc = strata_map_file(fd, r->file_size, 1, &m);
 	close(fd);
-	if (m == MAP_FAILED) {
-		strata_error("cannot map the PLE table %s: %s", r->path, strerror(errno));
-		return -errno;
+	if (rc) {
+		strata_error("cannot map the PLE table %s: %s", r->path, strerror(-rc));
+		return rc;
 	}
 	/* Rows are scattered: read-ahead would only fetch pages nobody asked for. */
-	madvise(m, r->file_size, MADV_RANDOM);
+	strata_vm_advise(m, r->file_size, STRATA_VM_RANDOM);
 	r->map = m;
 	r->map_len = r->file_size;
 	return 0;
@@ -282,7 +282,7 @@ void strata_ple_reader_teardown(struct strata_ple_reader *r)
 	free(r->workers);
 	r->workers = NULL;
 	if (r->map)
-		munmap((void *)r->map, r->map_len);
+		strata_unmap_file((void *)r->map, r->map_len);
 	r->map = NULL;
 	strata_ple_cache_free(&r->cache);
 	free(r->path);

@@ -5,7 +5,7 @@
  * back and what should have), never with an abort: the command prints it
  * and goes on to the next case, the tests assert on it.
  */
-#define _GNU_SOURCE /* O_DIRECT */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "plugin/io_check.h"
+#include "plat/plat.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -94,29 +95,6 @@ static int make_file(const char *path)
 	return fclose(f) || !ok ? -1 : 0;
 }
 
-/* Does an O_DIRECT read of path work (its file system takes direct I/O)? */
-static int direct_works(const char *path)
-{
-#ifdef O_DIRECT
-	void *buf = strata_aligned_alloc(PAGE, PAGE);
-	int fd = open(path, O_RDONLY | O_DIRECT), ok;
-
-	if (fd < 0 || !buf) {
-		if (fd >= 0)
-			close(fd);
-		strata_aligned_free(buf);
-		return 0;
-	}
-	ok = pread(fd, buf, PAGE, 0) == (ssize_t)PAGE;
-	strata_aligned_free(buf);
-	close(fd);
-	return ok;
-#else
-	(void)path;
-	return 0;
-#endif
-}
-
 void strata_iocheck_cleanup(struct strata_iocheck *k)
 {
 	if (k->file[0])
@@ -147,11 +125,11 @@ int strata_iocheck_prepare(struct strata_iocheck *k, const char *dir)
 			continue;
 		}
 		/* The first that works, replaced by a later one that takes direct I/O. */
-		if (!k->dir[0] || direct_works(file)) {
+		if (!k->dir[0] || strata_direct_read_works(file, PAGE)) {
 			strata_iocheck_cleanup(k);
 			snprintf(k->dir, sizeof(k->dir), "%s", d);
 			snprintf(k->file, sizeof(k->file), "%s", file);
-			k->direct_ok = direct_works(file);
+			k->direct_ok = strata_direct_read_works(file, PAGE);
 			if (k->direct_ok)
 				return 0;
 		} else {
@@ -690,7 +668,7 @@ int strata_iocheck_run(struct strata_iocheck *k, int c)
 
 	k->err[0] = 0;
 	if (direct && !k->direct_ok) {
-		snprintf(k->err, sizeof(k->err), "%.300s's file system refuses O_DIRECT (set --dir or TMPDIR)",
+		snprintf(k->err, sizeof(k->err), "%.300s's file system refuses direct I/O (set --dir or TMPDIR)",
 			 k->dir);
 		return 1;
 	}

@@ -283,7 +283,7 @@ static int run_io_cases(const struct strata_plugin *p, const char *test_dir)
 	k.ops = p->desc->ops;
 	k.host = &p->host;
 	printf("io-check: %s %s (%s), probe score %d\n"
-	       "io-check: test file %s, %u bytes (O_DIRECT %s)\n",
+	       "io-check: test file %s, %u bytes (direct I/O %s)\n",
 	       p->desc->name, p->desc->version, p->path, p->score, k.file,
 	       STRATA_IOCHECK_FILE_SIZE, k.direct_ok ? "works" : "refused: direct cases skip");
 	fflush(stdout);

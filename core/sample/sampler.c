@@ -13,10 +13,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/types.h>
 #include <time.h>
 
+#include "plat/plat.h"
 #include "util/log.h"
 
 struct cand {
@@ -78,8 +78,7 @@ static uint64_t fresh_seed(void)
 	uint64_t v;
 	struct timespec ts;
 
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v) &&
-	    v != STRATA_SAMPLER_SEED_RANDOM)
+	if (strata_random_bytes(&v, sizeof(v)) == 0 && v != STRATA_SAMPLER_SEED_RANDOM)
 		return v;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	v = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec;

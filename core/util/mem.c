@@ -3,14 +3,14 @@
  */
 #include "util/mem.h"
 
+#include "plat/plat.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _WIN32
-#include <malloc.h>
-#else
-#include <unistd.h>
+#include <malloc.h> /* _aligned_malloc: Windows has no posix_memalign */
 #endif
 
 void *strata_aligned_alloc(size_t align, size_t size)
@@ -61,9 +61,5 @@ unsigned long long strata_mem_available(void)
 			break;
 	if (f)
 		fclose(f);
-#ifndef _WIN32
-	if (!kb)
-		kb = (unsigned long long)sysconf(_SC_AVPHYS_PAGES) * (sysconf(_SC_PAGESIZE) / 1024);
-#endif
-	return kb * 1024;
+	return kb ? kb * 1024 : strata_phys_mem_free();
 }

@@ -25,7 +25,7 @@ void strata_aligned_free(void *p);
 void *strata_zalloc_aligned(size_t n, size_t size);
 
 /* Bytes the kernel would hand out now (MemAvailable: free memory plus the
- * page cache it can drop), or the free pages where /proc/meminfo is absent. */
+ * page cache it can drop), or the free memory where /proc/meminfo is absent. */
 unsigned long long strata_mem_available(void);
 
 #endif

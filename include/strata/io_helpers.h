@@ -332,7 +332,152 @@ static inline int strata_ioh_direct_refused(const struct strata_host *host, cons
 	return -EINVAL;
 }
 
-#ifndef _WIN32
+#ifdef _WIN32
+/* ---- Windows files ------------------------------------------------------------ */
+
+/* The -errno closest to a Win32 error code. */
+static inline int strata_ioh_win_errno(DWORD e)
+{
+	switch (e) {
+	case ERROR_FILE_NOT_FOUND:
+	case ERROR_PATH_NOT_FOUND:
+	case ERROR_INVALID_DRIVE:
+		return -ENOENT;
+	case ERROR_ACCESS_DENIED:
+	case ERROR_SHARING_VIOLATION:
+		return -EACCES;
+	case ERROR_INVALID_PARAMETER:
+	case ERROR_INVALID_NAME:
+		return -EINVAL;
+	case ERROR_NOT_ENOUGH_MEMORY:
+	case ERROR_OUTOFMEMORY:
+	case ERROR_NO_SYSTEM_RESOURCES:
+		return -ENOMEM;
+	case ERROR_INVALID_USER_BUFFER:
+	case ERROR_NOT_ENOUGH_QUOTA:
+		return -EAGAIN;
+	case ERROR_OPERATION_ABORTED:
+		return -ECANCELED;
+	default:
+		return -EIO;
+	}
+}
+
+/* A UTF-8 path as the wide string CreateFileW takes (malloc'd), or NULL. */
+static inline wchar_t *strata_ioh_win_path(const char *s)
+{
+	int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
+	wchar_t *w;
+
+	if (n <= 0)
+		return NULL;
+	w = (wchar_t *)malloc((size_t)n * sizeof(*w));
+	if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+/*
+ * One synchronous positioned read of up to len bytes; bytes read (0 at
+ * EOF) or -errno.  ev: an event for a handle opened FILE_FLAG_OVERLAPPED
+ * (the read is waited for), NULL for a synchronous handle.
+ */
+static inline int32_t strata_ioh_win_read_at(HANDLE f, void *buf, uint32_t len, uint64_t off,
+					     HANDLE ev)
+{
+	OVERLAPPED ov;
+	DWORD n = 0;
+
+	memset(&ov, 0, sizeof(ov));
+	ov.Offset = (DWORD)off;
+	ov.OffsetHigh = (DWORD)(off >> 32);
+	ov.hEvent = ev;
+	if (!ReadFile(f, buf, len, &n, &ov)) {
+		DWORD e = GetLastError();
+
+		if (e == ERROR_IO_PENDING && GetOverlappedResult(f, &ov, &n, TRUE))
+			return (int32_t)n;
+		e = GetLastError();
+		return e == ERROR_HANDLE_EOF ? 0 : strata_ioh_win_errno(e);
+	}
+	return (int32_t)n;
+}
+
+/* Read len bytes at off of a synchronous handle, resuming after short reads
+ * until EOF; bytes read or -errno (as strata_ioh_pread_full). */
+static inline int32_t strata_ioh_win_read_full(HANDLE f, void *buf, uint32_t len, uint64_t off)
+{
+	uint32_t got = 0;
+
+	while (got < len) {
+		int32_t r = strata_ioh_win_read_at(f, (char *)buf + got, len - got, off + got, NULL);
+
+		if (r < 0)
+			return got ? (int32_t)got : r;
+		if (r == 0)
+			break;
+		got += (uint32_t)r;
+	}
+	return (int32_t)got;
+}
+
+/*
+ * Open path (UTF-8) for synchronous positioned reads, unbuffered
+ * (FILE_FLAG_NO_BUFFERING) when direct, as strata_ioh_open_fd does on
+ * POSIX: *out the handle, or -errno: -EISDIR for a directory, -EINVAL
+ * (after a warning that names the file) when the file system refuses
+ * unbuffered reads, at open or at the first block, which is read here.
+ */
+static inline int strata_ioh_win_open(const struct strata_host *host, const char *path,
+				      int direct, HANDLE *out)
+{
+	wchar_t *w = path ? strata_ioh_win_path(path) : NULL;
+	DWORD attr, fl = FILE_ATTRIBUTE_NORMAL | FILE_FLAG_RANDOM_ACCESS;
+	HANDLE f;
+	int32_t r;
+	void *blk;
+
+	if (!w)
+		return -EINVAL;
+	attr = GetFileAttributesW(w);
+	if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) {
+		free(w);
+		return -EISDIR;
+	}
+	fl |= direct ? FILE_FLAG_NO_BUFFERING : 0;
+	f = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+			fl, NULL);
+	free(w);
+	if (f == INVALID_HANDLE_VALUE) {
+		DWORD e = GetLastError();
+
+		return e == ERROR_INVALID_PARAMETER && direct ? strata_ioh_direct_refused(host, path)
+							       : strata_ioh_win_errno(e);
+	}
+	if (direct) {
+		blk = host->aligned_alloc(STRATA_IOH_DIRECT_ALIGN, STRATA_IOH_DIRECT_ALIGN);
+		r = blk ? strata_ioh_win_read_at(f, blk, STRATA_IOH_DIRECT_ALIGN, 0, NULL) : -ENOMEM;
+		host->aligned_free(blk);
+		if (r < 0) {
+			CloseHandle(f);
+			return r == -EINVAL ? strata_ioh_direct_refused(host, path) : r;
+		}
+	}
+	*out = f;
+	return 0;
+}
+
+/* Size of an open file, or -errno. */
+static inline int64_t strata_ioh_win_size(HANDLE f)
+{
+	LARGE_INTEGER sz;
+
+	return GetFileSizeEx(f, &sz) ? (int64_t)sz.QuadPart : strata_ioh_win_errno(GetLastError());
+}
+
+#else /* !_WIN32 */
 /* ---- POSIX files -------------------------------------------------------------- */
 
 /* Size of a regular file or block device, or -errno. */
@@ -425,6 +570,6 @@ static inline int strata_ioh_open_fd(const struct strata_host *host, const char 
 	}
 	return fd;
 }
-#endif /* !_WIN32 */
+#endif /* _WIN32 */
 
 #endif /* STRATA_IO_HELPERS_H */

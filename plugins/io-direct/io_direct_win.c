@@ -10,73 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int win_errno(DWORD e)
-{
-	switch (e) {
-	case ERROR_FILE_NOT_FOUND:
-	case ERROR_PATH_NOT_FOUND:
-	case ERROR_INVALID_DRIVE:
-		return -ENOENT;
-	case ERROR_ACCESS_DENIED:
-	case ERROR_SHARING_VIOLATION:
-		return -EACCES;
-	case ERROR_INVALID_PARAMETER:
-	case ERROR_INVALID_NAME:
-		return -EINVAL;
-	case ERROR_NOT_ENOUGH_MEMORY:
-	case ERROR_OUTOFMEMORY:
-	case ERROR_NO_SYSTEM_RESOURCES:
-		return -ENOMEM;
-	case ERROR_INVALID_USER_BUFFER:
-	case ERROR_NOT_ENOUGH_QUOTA:
-		return -EAGAIN;
-	case ERROR_OPERATION_ABORTED:
-		return -ECANCELED;
-	default:
-		return -EIO;
-	}
-}
-
-static wchar_t *utf8_to_wide(const char *s)
-{
-	int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
-	wchar_t *w;
-
-	if (n <= 0)
-		return NULL;
-	w = malloc((size_t)n * sizeof(*w));
-	if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
-		free(w);
-		return NULL;
-	}
-	return w;
-}
-
-/* One synchronous positioned read of up to len bytes; bytes or -errno (0 at EOF). */
-static int32_t win_read_once(HANDLE f, void *buf, uint32_t len, uint64_t off, HANDLE ev)
-{
-	OVERLAPPED ov;
-	DWORD n = 0;
-
-	memset(&ov, 0, sizeof(ov));
-	ov.Offset = (DWORD)off;
-	ov.OffsetHigh = (DWORD)(off >> 32);
-	ov.hEvent = ev;
-	if (!ReadFile(f, buf, len, &n, &ov)) {
-		DWORD e = GetLastError();
-
-		if (e == ERROR_IO_PENDING && GetOverlappedResult(f, &ov, &n, TRUE))
-			return (int32_t)n;
-		e = GetLastError();
-		return e == ERROR_HANDLE_EOF ? 0 : win_errno(e);
-	}
-	return (int32_t)n;
-}
-
 int strata_dio_open_(struct dio *d, const char *path, int direct)
 {
 	DWORD attr, fl = FILE_ATTRIBUTE_NORMAL;
-	wchar_t *w = path ? utf8_to_wide(path) : NULL;
+	wchar_t *w = path ? strata_ioh_win_path(path) : NULL;
 	LARGE_INTEGER sz;
 	int32_t r;
 	void *blk;
@@ -97,10 +34,10 @@ int strata_dio_open_(struct dio *d, const char *path, int direct)
 		DWORD e = GetLastError();
 
 		return e == ERROR_INVALID_PARAMETER && direct ? strata_ioh_direct_refused(d->host, path)
-							       : win_errno(e);
+							       : strata_ioh_win_errno(e);
 	}
 	if (!GetFileSizeEx(d->file, &sz))
-		return win_errno(GetLastError());
+		return strata_ioh_win_errno(GetLastError());
 	d->size = (int64_t)sz.QuadPart;
 	if (!direct)
 		return 0;
@@ -111,7 +48,7 @@ int strata_dio_open_(struct dio *d, const char *path, int direct)
 	{
 		HANDLE ev = d->inline_mode ? NULL : CreateEventW(NULL, TRUE, FALSE, NULL);
 
-		r = d->inline_mode || ev ? win_read_once(d->file, blk, STRATA_IOH_DIRECT_ALIGN, 0, ev)
+		r = d->inline_mode || ev ? strata_ioh_win_read_at(d->file, blk, STRATA_IOH_DIRECT_ALIGN, 0, ev)
 					 : -ENOMEM;
 		if (ev)
 			CloseHandle(ev);
@@ -129,7 +66,7 @@ int strata_dio_async_init_(struct dio *d)
 		return -ENOMEM;
 	d->port = CreateIoCompletionPort(d->file, NULL, 0, 1);
 	if (!d->port)
-		return win_errno(GetLastError());
+		return strata_ioh_win_errno(GetLastError());
 	/* Completions are only ever taken from the port: spare the kernel the event. */
 	SetFileCompletionNotificationModes(d->file, FILE_SKIP_SET_EVENT_ON_HANDLE);
 	return 0;
@@ -139,7 +76,7 @@ int64_t strata_dio_size_(struct dio *d)
 {
 	LARGE_INTEGER sz;
 
-	return GetFileSizeEx(d->file, &sz) ? (int64_t)sz.QuadPart : win_errno(GetLastError());
+	return GetFileSizeEx(d->file, &sz) ? (int64_t)sz.QuadPart : strata_ioh_win_errno(GetLastError());
 }
 
 int32_t strata_dio_read_sync_(struct dio *d, uint32_t ix)
@@ -148,7 +85,7 @@ int32_t strata_dio_read_sync_(struct dio *d, uint32_t ix)
 	uint32_t got = 0;
 
 	while (got < r->len) {
-		int32_t n = win_read_once(d->file, (char *)r->buf + got, r->len - got,
+		int32_t n = strata_ioh_win_read_at(d->file, (char *)r->buf + got, r->len - got,
 					  r->offset + got, NULL);
 
 		if (n < 0)
@@ -202,7 +139,7 @@ uint32_t strata_dio_start_(struct dio *d, const uint32_t *ix, uint32_t n)
 			continue;
 		if (win_no_room(e))
 			break;
-		strata_ioh_finish(&d->s, ix[i], e == ERROR_HANDLE_EOF ? 0 : win_errno(e));
+		strata_ioh_finish(&d->s, ix[i], e == ERROR_HANDLE_EOF ? 0 : strata_ioh_win_errno(e));
 	}
 	return i;
 }
@@ -213,7 +150,7 @@ int strata_dio_restart_(struct dio *d, uint32_t ix)
 
 	if (win_issue(d, ix, &e))
 		return 0;
-	return e == ERROR_HANDLE_EOF ? 1 : win_errno(e);
+	return e == ERROR_HANDLE_EOF ? 1 : strata_ioh_win_errno(e);
 }
 
 /* GetQueuedCompletionStatusEx returns once one packet is there: the caller loops for more. */
@@ -227,7 +164,7 @@ int strata_dio_wait_(struct dio *d, uint32_t need, uint64_t left)
 	if (!GetQueuedCompletionStatusEx(d->port, d->ents, max, &got, ms, FALSE)) {
 		DWORD e = GetLastError();
 
-		return e == WAIT_TIMEOUT ? 0 : win_errno(e);
+		return e == WAIT_TIMEOUT ? 0 : strata_ioh_win_errno(e);
 	}
 	for (i = 0; i < got; i++) {
 		struct wslot *w = (struct wslot *)d->ents[i].lpOverlapped;
@@ -238,7 +175,7 @@ int strata_dio_wait_(struct dio *d, uint32_t need, uint64_t left)
 		if (GetOverlappedResult(d->file, &w->ov, &n, FALSE))
 			res = (int32_t)n;
 		else
-			res = GetLastError() == ERROR_HANDLE_EOF ? 0 : win_errno(GetLastError());
+			res = GetLastError() == ERROR_HANDLE_EOF ? 0 : strata_ioh_win_errno(GetLastError());
 		strata_dio_finish_or_resume_(d, w->ix, res);
 	}
 	return (int)got;

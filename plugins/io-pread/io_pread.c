@@ -1,7 +1,7 @@
 /*
  * io-pread - the portable io backend: each handle owns a small pool of
- * worker threads doing blocking pread()s, so `depth` reads overlap on any
- * POSIX system, with or without O_DIRECT.
+ * worker threads doing blocking pread()s (positioned ReadFile on Windows),
+ * so `depth` reads overlap on any system, with or without direct I/O.
  *
  * [io-pread] keys:
  *   threads = N   worker threads per handle (1..4096; default: the handle's
@@ -23,16 +23,72 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifndef _WIN32
 #include <unistd.h>
+#endif
 
 #include "strata/plugin.h"
+
+/* The file a handle reads: an fd, or a Windows handle (the SDK's helpers). */
+#ifdef _WIN32
+typedef HANDLE pr_file;
+#define PR_NO_FILE INVALID_HANDLE_VALUE
+/* winpthreads times condition waits on the real-time clock alone. */
+#define PR_COND_CLOCK CLOCK_REALTIME
+#else
+typedef int pr_file;
+#define PR_NO_FILE (-1)
+/* Timeouts on the monotonic clock: a clock step must not stretch a reap. */
+#define PR_COND_CLOCK CLOCK_MONOTONIC
+#endif
+
+static int pr_open(const struct strata_host *host, const char *path, int direct, pr_file *f)
+{
+#ifdef _WIN32
+	return strata_ioh_win_open(host, path, direct, f);
+#else
+	int fd = strata_ioh_open_fd(host, path, direct);
+
+	if (fd < 0)
+		return fd;
+	*f = fd;
+	return 0;
+#endif
+}
+
+static void pr_close_file(pr_file f)
+{
+#ifdef _WIN32
+	CloseHandle(f);
+#else
+	close(f);
+#endif
+}
+
+static int32_t pr_read_full(pr_file f, void *buf, uint32_t len, uint64_t off)
+{
+#ifdef _WIN32
+	return strata_ioh_win_read_full(f, buf, len, off);
+#else
+	return strata_ioh_pread_full(f, buf, len, off);
+#endif
+}
+
+static int64_t pr_size(pr_file f)
+{
+#ifdef _WIN32
+	return strata_ioh_win_size(f);
+#else
+	return strata_ioh_fd_size(f);
+#endif
+}
 
 #define PREAD_SCORE 100
 #define WORKER_STACK (256u * 1024u)
 
 struct preader {
 	const struct strata_host *host;
-	int fd;
+	pr_file file;
 	uint32_t align; /* 1, or STRATA_IOH_DIRECT_ALIGN for a direct handle */
 	uint32_t flags; /* strata_io_caps.flags */
 	struct strata_ioh_slots s;
@@ -68,7 +124,7 @@ static void *worker(void *arg)
 		req = h->s.req[ix];
 		pthread_mutex_unlock(&h->mu);
 
-		r = strata_ioh_pread_full(h->fd, req->buf, req->len, req->offset);
+		r = pr_read_full(h->file, req->buf, req->len, req->offset);
 
 		pthread_mutex_lock(&h->mu);
 		strata_ioh_finish(&h->s, ix, r);
@@ -103,8 +159,8 @@ static void pread_close(void *handle)
 		pthread_cond_destroy(&h->done_cv);
 		pthread_mutex_destroy(&h->mu);
 	}
-	if (h->fd >= 0)
-		close(h->fd);
+	if (h->file != PR_NO_FILE)
+		pr_close_file(h->file);
 	free(h->threads);
 	free(h->queue);
 	strata_ioh_slots_free(&h->s);
@@ -118,8 +174,7 @@ static int init_sync(struct preader *h)
 
 	if (pthread_condattr_init(&ca))
 		return -ENOMEM;
-	/* Timeouts are measured on the monotonic clock: a clock step must not stretch a reap. */
-	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rc = PR_COND_CLOCK == CLOCK_REALTIME ? 0 : pthread_condattr_setclock(&ca, PR_COND_CLOCK);
 	if (!rc)
 		rc = pthread_mutex_init(&h->mu, NULL);
 	if (!rc && (rc = pthread_cond_init(&h->work_cv, &ca)) != 0)
@@ -185,11 +240,9 @@ static int pread_open(const struct strata_host *host, const char *path, uint32_t
 	if (!h)
 		return -ENOMEM;
 	h->host = host;
-	h->fd = strata_ioh_open_fd(host, path, direct);
-	if (h->fd < 0) {
-		rc = h->fd;
+	h->file = PR_NO_FILE;
+	if ((rc = pr_open(host, path, direct, &h->file)) < 0)
 		goto fail;
-	}
 	h->align = direct ? STRATA_IOH_DIRECT_ALIGN : 1;
 	h->flags = STRATA_IO_CAP_ASYNC | (direct ? STRATA_IO_CAP_DIRECT : 0);
 	h->want = 1;
@@ -220,7 +273,7 @@ static int pread_caps(void *handle, struct strata_io_caps *caps)
 
 static int64_t pread_size(void *handle)
 {
-	return strata_ioh_fd_size(((struct preader *)handle)->fd);
+	return pr_size(((struct preader *)handle)->file);
 }
 
 static int pread_submit(void *handle, struct strata_io_req *const *reqs, uint32_t n)
@@ -254,12 +307,12 @@ static int pread_submit(void *handle, struct strata_io_req *const *reqs, uint32_
 	return i == 0 && n && !reqs[0] ? -EINVAL : (int)i;
 }
 
-/* Absolute CLOCK_MONOTONIC time for a pthread_cond_timedwait ms from now. */
+/* Absolute PR_COND_CLOCK time for a pthread_cond_timedwait ms from now. */
 static struct timespec abs_after(uint64_t ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(PR_COND_CLOCK, &ts);
 	ts.tv_sec += (time_t)(ms / 1000u);
 	ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
