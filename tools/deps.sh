@@ -4,6 +4,7 @@
 # only when a step fails).
 #   tools/deps.sh           what the build and the test suite need
 #   tools/deps.sh --fuzz    also clang and its runtimes (libFuzzer, for tools/test.sh)
+#   tools/deps.sh --windows also mingw-w64, wine64 and dpkg-dev (tools/win-build.sh)
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev libpcre2-dev
@@ -13,9 +14,15 @@ pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev
                       # are expected from the system; tools/test.sh installs the npm packages)
 # GCC's ASan/UBSan/TSan runtimes come with build-essential (libgcc-12-dev);
 # libFuzzer is clang's, in Debian 12's compiler-rt package.
-if [ "${1:-}" = --fuzz ]; then
-  pkgs+=(clang libclang-rt-dev)
-fi
+for a in "$@"; do
+  case $a in
+    --fuzz) pkgs+=(clang libclang-rt-dev) ;;
+    # the Windows build: the cross compiler, Wine to run its tests, dpkg-source
+    # to unpack its libraries' Debian sources (tools/win-deps.sh)
+    --windows) pkgs+=(gcc-mingw-w64-x86-64-posix wine64 dpkg-dev) ;;
+    *) echo "deps.sh: unknown argument '$a' (--fuzz, --windows)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -10,6 +10,8 @@
 #   clang   everything built with clang and -Werror                     (build-clang)
 #   scalar  the whole suite built with -DSTRATA_SIMD=OFF: no x86 flags, the
 #           scalar kernels alone (what a non-x86 build runs)            (build-scalar)
+#   windows the Windows build (mingw-w64), its tests under Wine and its zip
+#           (tools/win-build.sh --test --zip)                    (build-win/strata)
 # Any test failure, sanitizer finding or fuzz crash makes it exit non-zero.
 #
 #   tools/test.sh                 everything (what CI runs)
@@ -19,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stages="asan tsan fuzz clang scalar"
+stages="asan tsan fuzz clang scalar windows"
 ctest_args=()
 for a in "$@"; do
   case "$a" in
@@ -110,7 +112,8 @@ configure_build() { # DIR [cmake args...]: configure and build everything
 
 # ---- the normal build and suite ---------------------------------------------------
 deps_args=()
-case " $stages " in *" fuzz "* | *" clang "*) deps_args=(--fuzz) ;; esac
+case " $stages " in *" fuzz "* | *" clang "*) deps_args+=(--fuzz) ;; esac
+case " $stages " in *" windows "*) deps_args+=(--windows) ;; esac
 stage deps tools/deps.sh "${deps_args[@]}"
 stage build tools/build.sh
 # The npm packages of tests/web (the official API clients, playwright-core),
@@ -202,6 +205,10 @@ run_clang() {
 run_scalar() {
   configure_build build-scalar -DSTRATA_SIMD=OFF && run_ctest scalar build-scalar
 }
+# The Windows build (mingw-w64) and its tests under Wine (tests/win).
+run_windows() {
+  tools/win-build.sh --test --zip
+}
 
 failed=0
 for s in $stages; do
@@ -211,7 +218,8 @@ for s in $stages; do
     fuzz) stage fuzz run_fuzz || failed=1 ;;
     clang) stage clang-werror run_clang || failed=1 ;;
     scalar) stage scalar run_scalar || failed=1 ;;
-    *) echo "test.sh: unknown stage '$s' (asan, tsan, fuzz, clang, scalar)" >&2; exit 2 ;;
+    windows) stage windows run_windows || failed=1 ;;
+    *) echo "test.sh: unknown stage '$s' (asan, tsan, fuzz, clang, scalar, windows)" >&2; exit 2 ;;
   esac
 done
 exit $failed

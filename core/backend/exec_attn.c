@@ -41,7 +41,7 @@ static void attn_worker(void *arg, int ith, int nth)
 	const float *kc = strata_tensor_data(op->src[3]), *vc = strata_tensor_data(op->src[4]);
 	float *sc = a->x->scores + (size_t)ith * a->x->scores_per;
 
-	for (long it = ith; it < (long)a->n * a->n_kv; it += nth) {
+	for (int64_t it = ith; it < (int64_t)a->n * a->n_kv; it += nth) {
 		uint32_t t = (uint32_t)(it / a->n_kv), kvh = (uint32_t)(it % a->n_kv);
 		const float *qt = (const float *)((const char *)strata_tensor_data(q) + t * q->nb[2] +
 						  (size_t)kvh * group * q->nb[1]);
@@ -109,7 +109,7 @@ int strata_exec_attn(struct strata_exec *x, const struct strata_op *op)
 	}
 	cache_store(&a);
 	/* A handful of (token, head) pairs is not worth waking the pool. */
-	if ((long)a.n * a.n_head * (op->p.attn.pos + a.n) * a.hd < 32768)
+	if ((int64_t)a.n * a.n_head * (op->p.attn.pos + a.n) * a.hd < 32768)
 		nth = 1;
 	if (x->pool)
 		strata_pool_run_n(x->pool, attn_worker, &a, nth);
@@ -205,7 +205,7 @@ int strata_exec_attn_sparse(struct strata_exec *x, const struct strata_op *op)
 		x->scores_threads = (size_t)nth;
 	}
 	cache_store(&a);
-	if ((long)a.n * a.n_head * sel->ne[0] * a.hd < 32768)
+	if ((int64_t)a.n * a.n_head * sel->ne[0] * a.hd < 32768)
 		nth = 1;
 	if (x->pool)
 		strata_pool_run_n(x->pool, sparse_worker, &a, nth);

@@ -51,8 +51,17 @@ void *strata_dl_open(const char *path, char *err, size_t cap)
 	SetThreadErrorMode(SEM_FAILCRITICALERRORS | SEM_NOOPENFILEERRORBOX, &old_mode);
 	/* Dependencies are looked up beside the plugin, not beside strata.exe. */
 	h = LoadLibraryExA(path, NULL, LOAD_WITH_ALTERED_SEARCH_PATH);
-	if (!h)
+	if (!h) {
+		char *ins;
+
 		win_reason(GetLastError(), err, cap);
+		/* Some messages have an insert for the module ("Bad EXE format
+		 * for %1."): the caller names the file already. */
+		if (cap && (ins = strstr(err, " for %1")) != NULL)
+			memmove(ins, ins + 7, strlen(ins + 7) + 1);
+		else if (cap && (ins = strstr(err, "%1")) != NULL)
+			memcpy(ins, "it", 2);
+	}
 	SetThreadErrorMode(old_mode, NULL);
 	return (void *)h;
 }
