@@ -33,7 +33,9 @@
 #include "cpu/kernels.h"
 #include "cpu/pool.h"
 #include "cpu/types.h"
+#include "plat/plat.h"
 #include "util/clock.h"
+#include "util/mem.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -272,11 +274,11 @@ static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 			name, b->rows);
 		return -EINVAL;
 	}
-	w = aligned_alloc(64, (wb * ncopy + 63) & ~(size_t)63);
+	w = strata_aligned_alloc(64, (wb * ncopy + 63) & ~(size_t)63);
 	src = malloc((size_t)b->rows * (size_t)b->cols * sizeof(float));
 	m = calloc(ncopy, sizeof(*m));
 	if (!w || !src || !m) {
-		free(w), free(src), free(m);
+		strata_aligned_free(w), free(src), free(m);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < (size_t)b->rows * (size_t)b->cols; i++)
@@ -285,7 +287,7 @@ static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 		name, b->rows, b->cols, ncopy, (double)(wb * ncopy) / 1048576);
 	if (strata_quantize(type, src, w, b->rows * b->cols) < 0) {
 		fprintf(stderr, "strata-kbench: %s has no quantiser here\n", strata_type_name(type));
-		free(w), free(src), free(m);
+		strata_aligned_free(w), free(src), free(m);
 		return -ENOTSUP;
 	}
 	if (r16) { /* the first copy interleaved through a spare one */
@@ -332,7 +334,7 @@ static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 					b->threads, b->rows, b->cols, nt, gmac, gbs, b->read_gbs, b->cpu);
 		}
 	}
-	free(w), free(src), free(m);
+	strata_aligned_free(w), free(src), free(m);
 	return 0;
 }
 
@@ -368,7 +370,7 @@ int main(int argc, char **argv)
 	int opt, rc = 0;
 	uint8_t *buf;
 
-	b.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	b.threads = strata_cpu_count();
 	parse_list("Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,Q6_K_R16,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types,
 		   type_of);
 	parse_list("1,8,64", &tokens, tokens_of);
@@ -451,7 +453,7 @@ bad:
 	}
 	b.x = malloc((size_t)b.cols * 4096 * sizeof(float));
 	b.y = malloc((size_t)b.rows * 4096 * sizeof(float));
-	buf = aligned_alloc(4096, b.copies_bytes);
+	buf = strata_aligned_alloc(4096, b.copies_bytes);
 	if (!b.x || !b.y || !buf) {
 		fprintf(stderr, "strata-kbench: error: out of memory\n");
 		return 1;
@@ -460,7 +462,7 @@ bad:
 		b.x[i] = rnd();
 	memset(buf, 1, b.copies_bytes);
 	b.read_gbs = read_rate(b.pool, buf, b.copies_bytes, b.reps);
-	free(buf);
+	strata_aligned_free(buf);
 	if (csv_path) {
 		long at;
 

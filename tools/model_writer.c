@@ -710,7 +710,9 @@ static int run(struct args *a)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+#ifdef SIGHUP /* (not on Windows) */
 	signal(SIGHUP, on_signal);
+#endif
 	if ((rc = open_outputs(a, vocab, &plan, shard, n, ws, paths)))
 		goto out;
 	rc = write_data(ws, shard, &plan, a->cfg.seed, a->threads);

@@ -161,6 +161,28 @@ char *mkdtemp(char *tmpl)
 	return NULL;
 }
 
+int strata_win_rename(const char *from, const char *to)
+{
+	if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH))
+		return 0;
+	switch (GetLastError()) {
+	case ERROR_FILE_NOT_FOUND:
+	case ERROR_PATH_NOT_FOUND:
+		errno = ENOENT;
+		break;
+	case ERROR_ACCESS_DENIED:
+	case ERROR_SHARING_VIOLATION:
+		errno = EACCES;
+		break;
+	case ERROR_NOT_SAME_DEVICE:
+		errno = EXDEV;
+		break;
+	default:
+		errno = EIO;
+	}
+	return -1;
+}
+
 char *realpath(const char *path, char *resolved)
 {
 	struct _stat64 st;

@@ -65,6 +65,10 @@ int fdatasync(int fd);
 /* Advice only: Windows has no per-range cache hint. */
 int posix_fadvise(int fd, off_t off, off_t len, int advice);
 char *mkdtemp(char *tmpl);
+/* rename() as POSIX has it: an existing target is replaced (the writer's
+ * atomic commit), where the C runtime's fails with EEXIST. */
+int strata_win_rename(const char *from, const char *to);
+#define rename(from, to) strata_win_rename(from, to)
 /* resolved NULL only (as the core calls it): a malloc'd absolute path of an
  * existing file, or NULL with errno set. */
 char *realpath(const char *path, char *resolved);
