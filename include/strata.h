@@ -19,15 +19,11 @@ extern "C" {
 
 /*
  * What libstrata exports: only the functions declared here (the library is
- * built with hidden visibility otherwise).  An application defines nothing
- * (on Windows, STRATA_STATIC when it links the core's static library instead
- * of the DLL, as the strata command does); STRATA_BUILDING_LIB is the
- * library's own.
+ * built with hidden visibility otherwise).  An application defines nothing;
+ * STRATA_BUILDING_LIB is the library's own.
  */
 #if defined(_WIN32)
-#if defined(STRATA_STATIC) /* linking the core's static library, not the DLL */
-#define STRATA_API
-#elif defined(STRATA_BUILDING_LIB)
+#if defined(STRATA_BUILDING_LIB)
 #define STRATA_API __declspec(dllexport)
 #else
 #define STRATA_API __declspec(dllimport)
@@ -318,6 +314,18 @@ STRATA_API const char *strata_version(void);
 
 /* Free what a strata_* call returned malloc'd (token ids): the library's own free(). */
 STRATA_API void strata_free(void *p);
+
+/*
+ * The strata command's tools, for any program: strata_command(argc, argv)
+ * runs the one named argv[0] (info, tokenize, plugins, io-check, ple-ids,
+ * ple-bench) with its arguments, as `strata NAME ARGS...` does: its output
+ * on stdout, errors through the log.  Returns its exit status (0, 1 after an
+ * error, 2 for bad usage), or -ENOENT (logged) when no tool has that name.
+ * strata_command_name(i, &help) is the i-th tool's name and one-line help
+ * (help may be NULL), NULL past the last.
+ */
+STRATA_API int strata_command(int argc, char **argv);
+STRATA_API const char *strata_command_name(int i, const char **help);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /*
- * main.c - the strata command: subcommands, and the main job (generate, or
- * serve), which goes through the application API (strata.h) alone.
+ * main.c - the strata command: the main job (generate, or serve) and the
+ * tools (strata_command), through the application API (strata.h) alone.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,38 +8,16 @@
 #include <string.h>
 
 #include "strata.h"
-#include "config/config.h" /* the --help text */
-#include "gguf/gguf.h"
-#include "plugin/io_check.h"
-#include "plugin/registry.h"
-#include "ple/ple.h"
-#include "serve/serve.h"
-#include "tok/tokenizer.h"
-#include "util/log.h"
 
-struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *help;
-};
-
-static const struct command g_commands[] = {
-	{ "info", strata_cmd_info, "print a GGUF file's metadata and tensors" },
-	{ "tokenize", strata_cmd_tokenize, "print the token ids of a text" },
-	{ "plugins", strata_cmd_plugins, "list the plugins on the search path" },
-	{ "io-check", strata_cmd_io_check, "run the io plugin conformance suite on one" },
-	{ "ple-ids", strata_cmd_ple_ids, "print the 16 PLE row ids of each token" },
-	{ "ple-bench", strata_cmd_ple_bench, "benchmark the PLE reader on the disk" },
-};
-
+/* The tools' lines; the options' help follows from strata_engine_create_args. */
 static void usage(const char *prog)
 {
+	const char *name, *help;
+
 	printf("usage: %s [-c strata.ini] [options]      generate text (see --help)\n", prog);
-	for (size_t i = 0; i < sizeof(g_commands) / sizeof(g_commands[0]); i++)
-		printf("       %s %-10s [args]           %s\n", prog, g_commands[i].name,
-		       g_commands[i].help);
+	for (int i = 0; (name = strata_command_name(i, &help)) != NULL; i++)
+		printf("       %s %-10s [args]           %s\n", prog, name, help);
 	printf("\n");
-	strata_config_print_help(prog);
 }
 
 struct run_state {
@@ -88,8 +66,8 @@ static int run(int argc, char **argv)
 		return 1;
 	}
 	if ((uint32_t)n > strata_engine_n_ctx(e)) {
-		strata_error("the prompt has %d tokens but the context holds %u "
-			     "(raise [model] ctx_size or --ctx-size)", n, strata_engine_n_ctx(e));
+		fprintf(stderr, "strata: error: the prompt has %d tokens but the context holds %u "
+			"(raise [model] ctx_size or --ctx-size)\n", n, strata_engine_n_ctx(e));
 		free(prompt);
 		strata_engine_free(e);
 		return 1;
@@ -145,16 +123,14 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && argv[1][0] != '-') {
-		for (size_t i = 0; i < sizeof(g_commands) / sizeof(g_commands[0]); i++)
-			if (strcmp(argv[1], g_commands[i].name) == 0)
-				return g_commands[i].fn(argc - 1, argv + 1);
-		strata_error("unknown command '%s' (try --help)", argv[1]);
-		return 2;
+		int rc = strata_command(argc - 1, argv + 1);
+
+		return rc == -ENOENT ? 2 : rc < 0 ? 1 : rc; /* (no such tool: usage) */
 	}
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage(argv[0]);
-			return 0;
+			break; /* strata_engine_create_args prints the options */
 		}
 	return run(argc, argv);
 }
