@@ -373,7 +373,7 @@ static void on_plugin(void *user, const char *path, const struct strata_plugin *
 		printf("note: skipping %s: %s\n", path, reason ? reason : strerror(-err));
 }
 
-static int selftest(const char *dir_opt, const char *plugin_dir)
+static int selftest(const char *dir_opt, const char *plugin_dir, const char *ini)
 {
 	struct table_case tabs[2] = {
 		{ "iq4nl", STRATA_TYPE_IQ4_NL, 0, 50021, "", 90 },
@@ -399,6 +399,9 @@ static int selftest(const char *dir_opt, const char *plugin_dir)
 	}
 	printf("ple selftest in %s\n", dir);
 	if (!rows || !out || strata_config_init(&cfg))
+		return 1;
+	/* -c FILE: the io plugins' sections, e.g. [io-direct] inline_submit = true */
+	if (ini && strata_config_load_file(&cfg, ini))
 		return 1;
 	cfg.plugin_dir = strdup(plugin_dir);
 	if (strata_registry_create(&cfg, "ple_reader_test", &reg) ||
@@ -439,7 +442,7 @@ static int selftest(const char *dir_opt, const char *plugin_dir)
 
 int main(int argc, char **argv)
 {
-	const char *dir = NULL, *pdir = STRATA_PLUGIN_DIR;
+	const char *dir = NULL, *pdir = STRATA_PLUGIN_DIR, *ini = NULL;
 	int run = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -449,13 +452,16 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		else if (!strcmp(argv[i], "--plugin-dir") && i + 1 < argc)
 			pdir = argv[++i];
+		else if (!strcmp(argv[i], "-c") && i + 1 < argc)
+			ini = argv[++i];
 		else
 			run = 0, i = argc;
 	}
 	if (!run) {
-		fprintf(stderr, "usage: %s --selftest [--dir DIR] [--plugin-dir DIR]\n", argv[0]);
+		fprintf(stderr, "usage: %s --selftest [--dir DIR] [--plugin-dir DIR] [-c FILE]\n",
+			argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	return selftest(dir, pdir);
+	return selftest(dir, pdir, ini);
 }
