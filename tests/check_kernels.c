@@ -916,7 +916,7 @@ START_TEST(simd_select)
 		 * fresh image reports through its exit status (see main). */
 		setenv("STRATA_SIMD", "scalar", 1);
 		setenv("CHECK_KERNELS_PROBE", "1", 1);
-		execl("/proc/self/exe", "check_kernels", (char *)NULL);
+		tu_exec_self();
 		_exit(99);
 	}
 	EXPECT_EQ(waitpid(pid, &st, 0), pid);

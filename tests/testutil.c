@@ -153,6 +153,24 @@ int tu_run(const char *cmd, char *out, size_t cap)
 	return -1;
 }
 
+void tu_exec_self(void)
+{
+	const char *emu = getenv("STRATA_TEST_EMULATOR");
+	char *self;
+
+	if (!emu || !*emu) {
+		execl("/proc/self/exe", "self", (char *)NULL);
+		return;
+	}
+	/* The emulator answers /proc/self/exe with the emulated program's
+	 * path; the shell splits its command line into words. */
+	self = realpath("/proc/self/exe", NULL);
+	if (self)
+		execl("/bin/sh", "sh", "-c", "exec $STRATA_TEST_EMULATOR \"$0\"", self,
+		      (char *)NULL);
+	free(self);
+}
+
 void *tu_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

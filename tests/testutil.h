@@ -91,6 +91,15 @@ const char *tu_shared_or_skip(const char *rel);
 int tu_run(const char *cmd, char *out, size_t cap);
 
 /*
+ * Replace this process with a fresh run of its own executable, without
+ * arguments (argv[0] may differ); returns only on failure.  In a cross build
+ * ctest runs the suites under an emulator (STRATA_TEST_EMULATOR, set by
+ * ../CMakeLists.txt), and the host cannot exec the image itself: then the
+ * emulator runs it.
+ */
+void tu_exec_self(void);
+
+/*
  * 1 in a ThreadSanitizer build.  TSan makes every memory access 5-50x
  * dearer, so the suites it runs take each threaded code path once there
  * (every model, prompt, type and SIMD level still runs, but not every

@@ -5,6 +5,8 @@
 #   tools/deps.sh           what the build and the test suite need
 #   tools/deps.sh --fuzz    also clang and its runtimes (libFuzzer, for tools/test.sh)
 #   tools/deps.sh --windows also mingw-w64, wine64 and dpkg-dev (tools/win-build.sh)
+#   tools/deps.sh --aarch64 also Debian's aarch64 cross GCC, qemu-user and the libraries
+#                           above for arm64 (tools/test.sh's aarch64 stage)
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev libpcre2-dev
@@ -14,13 +16,23 @@ pkgs=(build-essential cmake pkg-config libinih-dev check libssl-dev liburing-dev
                       # are expected from the system; tools/test.sh installs the npm packages)
 # GCC's ASan/UBSan/TSan runtimes come with build-essential (libgcc-12-dev);
 # libFuzzer is clang's, in Debian 12's compiler-rt package.
+arm64=0
 for a in "$@"; do
   case $a in
     --fuzz) pkgs+=(clang libclang-rt-dev) ;;
     # the Windows build: the cross compiler, Wine to run its tests, dpkg-source
     # to unpack its libraries' Debian sources (tools/win-deps.sh)
     --windows) pkgs+=(gcc-mingw-w64-x86-64-posix wine64 dpkg-dev) ;;
-    *) echo "deps.sh: unknown argument '$a' (--fuzz, --windows)" >&2; exit 2 ;;
+    # the aarch64 cross build (cmake/aarch64-linux-gnu.cmake): the libraries through
+    # multiarch, the arm64 architecture added to dpkg first.  They are Multi-Arch:
+    # same, so apt brings their amd64 twins to the same version (an upgrade at most);
+    # libc6:arm64 comes with them, whose ld.so runs the tests under qemu-aarch64.
+    --aarch64)
+      arm64=1
+      pkgs+=(gcc-aarch64-linux-gnu qemu-user libinih-dev:arm64 check:arm64 libssl-dev:arm64
+             liburing-dev:arm64 libpcre2-dev:arm64 libmicrohttpd-dev:arm64
+             libcjson-dev:arm64 libutf8proc-dev:arm64) ;;
+    *) echo "deps.sh: unknown argument '$a' (--fuzz, --windows, --aarch64)" >&2; exit 2 ;;
   esac
 done
 
@@ -53,6 +65,10 @@ step() {
     exit 1
   fi
 }
+if [ $arm64 = 1 ] && ! dpkg --print-foreign-architectures | grep -x arm64 >/dev/null; then
+  step "adding the arm64 architecture (dpkg --add-architecture arm64)" \
+    "${sudo[@]}" dpkg --add-architecture arm64
+fi
 step "updating the package lists (apt-get update)" "${sudo[@]}" apt-get update
 step "installing ${missing[*]}" \
   "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

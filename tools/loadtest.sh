@@ -9,6 +9,7 @@
 # Exit status: 0 pass, 1 fail, 77 skipped (no model in ../shared).  ctest runs
 # a small one (tools/CMakeLists.txt).  STRATA_SHARED_DIR overrides ../shared;
 # STRATA_LOADTEST_RSS=0 skips the RSS check (sanitizer builds keep freed memory).
+# STRATA_TEST_EMULATOR runs a cross build's programs (../CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -16,6 +17,7 @@ clients=${2:-8}
 seconds=${3:-15}
 queue=${4:-4}
 model=${STRATA_SHARED_DIR:-../shared}/models/stories260K.gguf
+read -ra emu <<<"${STRATA_TEST_EMULATOR:-}"
 
 if [ ! -f "$model" ]; then
 	echo "SKIP: $model is absent (the load test serves stories260K)"
@@ -40,7 +42,7 @@ trap cleanup EXIT
 
 # Port 0: the system picks a free one and the server logs it.  One engine
 # thread per CPU, as strata.ini's threads = 0.
-"$build/strata" -m "$model" --serve --port 0 --queue "$queue" 2>"$log" &
+"${emu[@]}" "$build/strata" -m "$model" --serve --port 0 --queue "$queue" 2>"$log" &
 pid=$!
 port=
 for _ in $(seq 200); do
@@ -63,7 +65,7 @@ echo "loadtest: server pid $pid on port $port"
 rss=()
 [ "${STRATA_LOADTEST_RSS:-1}" = 0 ] && rss=(--no-rss-check)
 rc=0
-"$build/strata-loadtest" --port "$port" --pid "$pid" --clients "$clients" \
+"${emu[@]}" "$build/strata-loadtest" --port "$port" --pid "$pid" --clients "$clients" \
 	--seconds "$seconds" --queue "$queue" "${rss[@]}" || rc=$?
 
 # SIGTERM: the server stops its generations and exits 0 within a bounded time.

@@ -14,11 +14,18 @@
 #     built with `pkg-config --cflags --libs strata` generates what the strata
 #     command does, logs through its callback, and fails bad input clearly.
 # Exits 77 (skipped) without pkg-config or a C compiler.
+# The build's compiler comes in CC (tests/CMakeLists.txt; default cc).  A cross
+# build's also gives STRATA_TOOLCHAIN_FILE (the examples' CMake build takes it)
+# and STRATA_TEST_EMULATOR (what runs the target's programs; ../../CMakeLists.txt).
 set -euo pipefail
 build=$(cd "$1" && pwd)
 shared="$2"
 src=$(cd "$(dirname "$0")/../.." && pwd)
-for tool in pkg-config cc cmake; do
+cc=${CC:-cc}
+read -ra emu <<<"${STRATA_TEST_EMULATOR:-}"
+toolchain=()
+[ -z "${STRATA_TOOLCHAIN_FILE:-}" ] || toolchain=(-DCMAKE_TOOLCHAIN_FILE="$STRATA_TOOLCHAIN_FILE")
+for tool in pkg-config "$cc" cmake; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool is absent"; exit 77; }
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/strata-check-sdk-XXXXXX")
@@ -48,11 +55,11 @@ echo "== examples/io-mmap with cc and pkg-config"
 cflags=$(pkg-config --cflags strata-plugin)
 case "$cflags" in *"$src"*) fail "pkg-config's flags reach into the source tree: $cflags" ;; esac
 mkdir -p "$work/pc"
-cc -shared -fPIC -O2 -Wall -Wextra -Werror $cflags -Wl,--no-undefined \
+"$cc" -shared -fPIC -O2 -Wall -Wextra -Werror $cflags -Wl,--no-undefined \
   -o "$work/pc/strata-io-mmap.so" "$src/examples/io-mmap/io_mmap.c"
 
 echo "== examples/io-mmap with CMake's find_package(strata-plugin)"
-cmake -S "$src/examples/io-mmap" -B "$work/cm" -DCMAKE_PREFIX_PATH="$stage" \
+cmake -S "$src/examples/io-mmap" -B "$work/cm" -DCMAKE_PREFIX_PATH="$stage" "${toolchain[@]}" \
   -DCMAKE_C_FLAGS=-Werror >/dev/null
 cmake --build "$work/cm" >/dev/null
 grep -Eq -- "(-I|-isystem )$stage/include" "$work/cm/CMakeFiles/io-mmap.dir/flags.make" ||
@@ -64,7 +71,7 @@ cmake --install "$work/cm" --prefix "$stage" >/dev/null
 [ -e "$plugindir/strata-io-mmap.so" ] || fail "the example did not install into $plugindir"
 
 echo "== the installed strata"
-strata=(env -u STRATA_PLUGIN_PATH "$stage/bin/strata")
+strata=(env -u STRATA_PLUGIN_PATH "${emu[@]}" "$stage/bin/strata")
 cd "$work"
 "${strata[@]}" plugins >plugins.txt
 cat plugins.txt
@@ -81,7 +88,7 @@ if [ -e "$model" ]; then
   "${strata[@]}" "${args[@]}" --experts stream --io-plugin io-mmap >streamed.txt 2>streamed.err ||
     { cat streamed.err; fail "the installed strata failed to stream experts through io-mmap"; }
   grep -q "through io-mmap" streamed.err || { cat streamed.err; fail "io-mmap did not read the experts"; }
-  "$build/strata" "${args[@]}" >mapped.txt 2>/dev/null
+  "${emu[@]}" "$build/strata" "${args[@]}" >mapped.txt 2>/dev/null
   cmp -s streamed.txt mapped.txt || fail "experts streamed through io-mmap give other tokens than mapped ones"
   echo "streamed through io-mmap = mapped: $(wc -c <mapped.txt) bytes of output"
 else
@@ -100,22 +107,22 @@ n_api=$(grep -c '^STRATA_API ' "$src/include/strata.h")
 case "$(pkg-config --cflags --libs strata)" in *"$src"*) fail "strata.pc reaches into the source tree" ;; esac
 # A sanitized build's libstrata needs its runtime first in the program that loads it.
 san=$(sed -n 's/^STRATA_SANITIZE:STRING=//p' "$build/CMakeCache.txt")
-cc -O2 -Wall -Wextra -Werror ${san:+-fsanitize=$san} "$src/examples/embed/embed.c" \
+"$cc" -O2 -Wall -Wextra -Werror ${san:+-fsanitize=$san} "$src/examples/embed/embed.c" \
   $(pkg-config --cflags --libs strata) -Wl,-rpath,"$(dirname "$lib")" -o "$work/embed"
 story="$shared/models/stories260K.gguf"
 if [ -e "$story" ]; then
-  "$work/embed" "$story" "Once upon a time" run.n_predict=32 run.temp=0 >embed.txt 2>embed.err ||
+  "${emu[@]}" "$work/embed" "$story" "Once upon a time" run.n_predict=32 run.temp=0 >embed.txt 2>embed.err ||
     { cat embed.err; fail "embed failed"; }
-  "$build/strata" -m "$story" -p "Once upon a time" -n 32 --temp 0 >cli.txt 2>/dev/null
+  "${emu[@]}" "$build/strata" -m "$story" -p "Once upon a time" -n 32 --temp 0 >cli.txt 2>/dev/null
   cmp -s embed.txt cli.txt || { diff embed.txt cli.txt || true; fail "embed's tokens differ from the strata command's"; }
   echo "embed = strata: $(head -c 60 embed.txt)..."
   # Bad input: one clear error through strata_last_error(), exit 1.
-  if "$work/embed" "$work/none.gguf" "x" >/dev/null 2>bad.err; then fail "embed of a missing model succeeded"; fi
+  if "${emu[@]}" "$work/embed" "$work/none.gguf" "x" >/dev/null 2>bad.err; then fail "embed of a missing model succeeded"; fi
   grep -q "^embed: cannot open $work/none.gguf" bad.err || { cat bad.err; fail "no clear error for a missing model"; }
   grep -q "^embed: strata error: cannot open $work/none.gguf" bad.err ||
     { cat bad.err; fail "the error did not reach the log callback"; }
   [ "$(grep -c "cannot open" bad.err)" -eq 2 ] || { cat bad.err; fail "more than one error line"; }
-  if "$work/embed" "$story" "x" run.tmep=0 >/dev/null 2>bad.err; then fail "a misspelt key was taken"; fi
+  if "${emu[@]}" "$work/embed" "$story" "x" run.tmep=0 >/dev/null 2>bad.err; then fail "a misspelt key was taken"; fi
   grep -q "unknown key 'tmep' in \[run\] (did you mean 'temp'?)" bad.err ||
     { cat bad.err; fail "no clear error for a misspelt key"; }
 else
