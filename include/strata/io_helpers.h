@@ -424,18 +424,20 @@ static inline int32_t strata_ioh_win_read_full(HANDLE f, void *buf, uint32_t len
 }
 
 /*
- * Open path (UTF-8) for synchronous positioned reads, unbuffered
- * (FILE_FLAG_NO_BUFFERING) when direct, as strata_ioh_open_fd does on
- * POSIX: *out the handle, or -errno: -EISDIR for a directory, -EINVAL
- * (after a warning that names the file) when the file system refuses
- * unbuffered reads, at open or at the first block, which is read here.
+ * Open path (UTF-8) for positioned reads, unbuffered (FILE_FLAG_NO_BUFFERING)
+ * when direct, as strata_ioh_open_fd does on POSIX.  overlapped: for reads
+ * through a completion port (FILE_FLAG_OVERLAPPED), else synchronous ones.
+ * *out the handle, or -errno: -EISDIR for a directory, -EINVAL (after a
+ * warning that names the file) when the file system refuses unbuffered
+ * reads, at open or at the first block, which is read here (before any port
+ * is attached, so the read posts no completion packet).
  */
 static inline int strata_ioh_win_open(const struct strata_host *host, const char *path,
-				      int direct, HANDLE *out)
+				      int direct, int overlapped, HANDLE *out)
 {
 	wchar_t *w = path ? strata_ioh_win_path(path) : NULL;
-	DWORD attr, fl = FILE_ATTRIBUTE_NORMAL | FILE_FLAG_RANDOM_ACCESS;
-	HANDLE f;
+	DWORD attr, fl = FILE_ATTRIBUTE_NORMAL;
+	HANDLE f, ev = NULL;
 	int32_t r;
 	void *blk;
 
@@ -447,6 +449,7 @@ static inline int strata_ioh_win_open(const struct strata_host *host, const char
 		return -EISDIR;
 	}
 	fl |= direct ? FILE_FLAG_NO_BUFFERING : 0;
+	fl |= overlapped ? FILE_FLAG_OVERLAPPED : FILE_FLAG_RANDOM_ACCESS;
 	f = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
 			fl, NULL);
 	free(w);
@@ -458,7 +461,13 @@ static inline int strata_ioh_win_open(const struct strata_host *host, const char
 	}
 	if (direct) {
 		blk = host->aligned_alloc(STRATA_IOH_DIRECT_ALIGN, STRATA_IOH_DIRECT_ALIGN);
-		r = blk ? strata_ioh_win_read_at(f, blk, STRATA_IOH_DIRECT_ALIGN, 0, NULL) : -ENOMEM;
+		if (overlapped) /* an overlapped read is waited for on an event */
+			ev = CreateEventW(NULL, TRUE, FALSE, NULL);
+		r = blk && (ev || !overlapped)
+			    ? strata_ioh_win_read_at(f, blk, STRATA_IOH_DIRECT_ALIGN, 0, ev)
+			    : -ENOMEM;
+		if (ev)
+			CloseHandle(ev);
 		host->aligned_free(blk);
 		if (r < 0) {
 			CloseHandle(f);

@@ -12,51 +12,17 @@
 
 int strata_dio_open_(struct dio *d, const char *path, int direct)
 {
-	DWORD attr, fl = FILE_ATTRIBUTE_NORMAL;
-	wchar_t *w = path ? strata_ioh_win_path(path) : NULL;
-	LARGE_INTEGER sz;
-	int32_t r;
-	void *blk;
+	int64_t size;
+	int rc;
 
-	if (!w)
-		return -EINVAL;
-	attr = GetFileAttributesW(w);
-	if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) {
-		free(w);
-		return -EISDIR;
-	}
-	fl |= direct ? FILE_FLAG_NO_BUFFERING : 0;
-	fl |= d->inline_mode ? FILE_FLAG_RANDOM_ACCESS : FILE_FLAG_OVERLAPPED;
-	d->file = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL,
-			      OPEN_EXISTING, fl, NULL);
-	free(w);
-	if (d->file == INVALID_HANDLE_VALUE) {
-		DWORD e = GetLastError();
-
-		return e == ERROR_INVALID_PARAMETER && direct ? strata_ioh_direct_refused(d->host, path)
-							       : strata_ioh_win_errno(e);
-	}
-	if (!GetFileSizeEx(d->file, &sz))
-		return strata_ioh_win_errno(GetLastError());
-	d->size = (int64_t)sz.QuadPart;
-	if (!direct)
-		return 0;
-	/* Before the port is attached, so this read posts no completion packet. */
-	blk = d->host->aligned_alloc(STRATA_IOH_DIRECT_ALIGN, STRATA_IOH_DIRECT_ALIGN);
-	if (!blk)
-		return -ENOMEM;
-	{
-		HANDLE ev = d->inline_mode ? NULL : CreateEventW(NULL, TRUE, FALSE, NULL);
-
-		r = d->inline_mode || ev ? strata_ioh_win_read_at(d->file, blk, STRATA_IOH_DIRECT_ALIGN, 0, ev)
-					 : -ENOMEM;
-		if (ev)
-			CloseHandle(ev);
-	}
-	d->host->aligned_free(blk);
-	if (r == -EINVAL)
-		return strata_ioh_direct_refused(d->host, path);
-	return r < 0 ? r : 0;
+	rc = strata_ioh_win_open(d->host, path, direct, !d->inline_mode, &d->file);
+	if (rc)
+		return rc;
+	size = strata_ioh_win_size(d->file);
+	if (size < 0)
+		return (int)size;
+	d->size = size;
+	return 0;
 }
 
 int strata_dio_async_init_(struct dio *d)

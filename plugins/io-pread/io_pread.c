@@ -45,7 +45,7 @@ typedef int pr_file;
 static int pr_open(const struct strata_host *host, const char *path, int direct, pr_file *f)
 {
 #ifdef _WIN32
-	return strata_ioh_win_open(host, path, direct, f);
+	return strata_ioh_win_open(host, path, direct, 0, f);
 #else
 	int fd = strata_ioh_open_fd(host, path, direct);
 
