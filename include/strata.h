@@ -241,6 +241,27 @@ struct strata_expert_stats {
  */
 STRATA_API int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expert_stats *st);
 
+/* The device's expert cache ([gpu] expert_cache) since the engine was made. */
+struct strata_gpu_cache_stats {
+	uint64_t hits, misses;   /* routed (token, expert) pairs resident on the device or not */
+	uint64_t fills;          /* misses copied into a free slot (first use) */
+	uint64_t swaps;          /* residents replaced by adaptive rounds */
+	uint64_t pcie;           /* misses run on the device over the link ([gpu] pcie_frac) */
+	uint64_t lent;           /* experts prompt chunks streamed into borrowed slots */
+	uint64_t refills;        /* experts copied back into borrowed slots */
+	uint64_t bytes_in;       /* expert bytes copied to the device while running */
+	uint64_t refill_bytes;   /* of them refills */
+	double refill_ms;        /* time the refills took */
+	uint32_t slots, used;    /* experts the cache holds; slots holding one now */
+};
+
+/*
+ * Fill *st and return 0, or -ENOENT when there is no device or it caches no
+ * expert.  Call it from the thread that generates, between calls.
+ */
+STRATA_API int strata_engine_gpu_cache_stats(const struct strata_engine *e,
+					     struct strata_gpu_cache_stats *st);
+
 /*
  * One line naming the backends the engine runs on, what each holds and the
  * bytes that crossed a device's link so far ("backends: cpu (avx512): 16 of

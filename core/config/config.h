@@ -75,6 +75,16 @@ struct strata_config {
 	/* [gpu]: the compute device (include/strata/backend.h) */
 	char *gpu_plugin;       /* plugin = NAME|auto|none (--gpu) */
 	char *gpu_budget;       /* budget_mib = N|auto (--gpu-budget): device MiB strata may use */
+	char *gpu_expert_cache; /* expert_cache = N|auto (--expert-slots): experts cached on the device */
+	uint32_t gpu_reserve;   /* vram_reserve_mib = N: left free when the budget is auto */
+	float gpu_pcie_frac;    /* pcie_frac = F (--pcie-frac): share of misses run on the device */
+	uint32_t gpu_adapt_every; /* adapt_every = N tokens between adaptive swap rounds; 0 = never */
+	uint32_t gpu_adapt_swaps; /* adapt_swaps = N: experts replaced per round at most */
+	uint32_t gpu_lend_min;  /* lend_min = N: prompt chunks of N+ tokens borrow slots; 0 = never */
+	float gpu_lend_frac;    /* lend_frac = F: share of the slots a chunk may borrow */
+	uint32_t gpu_lend_keep; /* lend_keep = N: slots never lent */
+	char *gpu_profile;      /* profile = FILE (--routing-profile): fill the cache hottest-first */
+	char *gpu_profile_save; /* profile_save = FILE: write the run's routing counts at exit */
 
 	/* [ple]: the PLE n-gram table reader (core/ple/ple.h) */
 	uint32_t ple_readers;   /* readers = N (--ple-readers); 0 = the single-thread path */

@@ -107,7 +107,33 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("gpu", "plugin", STR, gpu_plugin, 0, 0, 0, "auto", NULL, "--gpu", "NAME|auto|none",
 	  NULL, "compute device plugin; auto = the best one usable here, else the CPU; none = CPU"),
 	K("gpu", "budget_mib", STR, gpu_budget, 0, 0, 0, "auto", NULL, "--gpu-budget", "MiB|auto",
-	  NULL, "device memory strata may use; auto = what the device reports free"),
+	  NULL, "device memory strata may use; auto = what the device reports free, less "
+	  "vram_reserve_mib"),
+	K("gpu", "vram_reserve_mib", UINT32, gpu_reserve, 0, UMAX, 0, "512", NULL, NULL, NULL,
+	  NULL, "device MiB left free (the driver's and libraries' own) when budget_mib = auto"),
+	K("gpu", "expert_cache", STR, gpu_expert_cache, 0, 0, 0, "auto", NULL, "--expert-slots",
+	  "N|auto", NULL, "routed experts the device caches (its slots); auto = what the budget "
+	  "leaves after the layers, the state and the output head"),
+	K("gpu", "pcie_frac", FLOAT, gpu_pcie_frac, 0, 1, 0, "0", NULL, "--pcie-frac", "F",
+	  NULL, "share of each step's cache misses copied over the link and run on the device "
+	  "instead of the CPU"),
+	K("gpu", "adapt_every", UINT32, gpu_adapt_every, 0, UMAX, 0, "32", NULL, NULL, NULL,
+	  NULL, "tokens between adaptive rounds, in which experts routed more often replace the "
+	  "least-routed cached ones; 0 = never"),
+	K("gpu", "adapt_swaps", UINT32, gpu_adapt_swaps, 0, UMAX, 0, "4", NULL, NULL, NULL,
+	  NULL, "experts an adaptive round replaces at most"),
+	K("gpu", "lend_min", UINT32, gpu_lend_min, 0, UMAX, 0, "32", NULL, NULL, NULL,
+	  NULL, "prompt chunks of at least N tokens borrow cache slots for the experts they "
+	  "route to (refilled before the next decode step); 0 = never"),
+	K("gpu", "lend_frac", FLOAT, gpu_lend_frac, 0, 1, 0, "0.9", NULL, NULL, NULL,
+	  NULL, "share of the cache slots a prompt chunk may borrow"),
+	K("gpu", "lend_keep", UINT32, gpu_lend_keep, 0, UMAX, 0, "128", NULL, NULL, NULL,
+	  NULL, "cache slots a prompt chunk never borrows"),
+	K("gpu", "profile", PATH, gpu_profile, 0, 0, 0, NULL, NULL, "--routing-profile", "FILE",
+	  NULL, "routing profile ('layer expert routes' lines) to fill the cache from, hottest "
+	  "first; without one the cache fills by first use"),
+	K("gpu", "profile_save", PATH, gpu_profile_save, 0, 0, 0, NULL, NULL, NULL, NULL,
+	  NULL, "write the routes the run counted to FILE at exit (a profile for [gpu] profile)"),
 
 	K("ple", "readers", UINT32, ple_readers, 0, 1024, 0, "8", NULL, "--ple-readers", "N",
 	  NULL, "PLE reader threads for batched chunks; 0 = the single-thread path"),

@@ -37,7 +37,10 @@ static int device_budget(struct strata_engine *e, uint64_t *out)
 	unsigned long long mib;
 
 	if (!v || !*v || !strcmp(v, "auto")) {
-		*out = info->mem_free;
+		const uint64_t reserve = (uint64_t)e->cfg.gpu_reserve << 20;
+
+		/* the driver and the device's libraries take memory of their own */
+		*out = info->mem_free > reserve ? info->mem_free - reserve : 0;
 		return 0;
 	}
 	errno = 0;
@@ -54,6 +57,37 @@ static int device_budget(struct strata_engine *e, uint64_t *out)
 		return -EINVAL;
 	}
 	*out = (uint64_t)mib << 20;
+	return 0;
+}
+
+/* [gpu]'s expert cache keys into o (expert_cache = N|auto). */
+static int cache_opts(struct strata_engine *e, struct strata_vcache_opts *o)
+{
+	const struct strata_config *c = &e->cfg;
+	const char *v = c->gpu_expert_cache;
+	char *end;
+	unsigned long long n = 0;
+
+	if (v && *v && strcmp(v, "auto")) {
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (errno || *end || v[0] == '-' || n == 0 || n > UINT32_MAX) {
+			const char *w = strata_config_where(c, "gpu", "expert_cache");
+
+			strata_error("[gpu] expert_cache%s%s%s = '%s': expected a positive number of "
+				     "experts or auto", w ? " (" : "", w ? w : "", w ? ")" : "", v);
+			return -EINVAL;
+		}
+	}
+	*o = (struct strata_vcache_opts){
+		.slots = (uint32_t)n, .pcie_frac = c->gpu_pcie_frac,
+		.adapt_every = c->gpu_adapt_every, .adapt_swaps = c->gpu_adapt_swaps,
+		.lend_min = c->gpu_lend_min, .lend_frac = c->gpu_lend_frac,
+		.lend_keep = c->gpu_lend_keep, .profile = c->gpu_profile,
+		.profile_save = c->gpu_profile_save,
+	};
+	if (!v || !*v || !strcmp(v, "auto"))
+		o->reserve = (uint64_t)c->gpu_reserve << 20;
 	return 0;
 }
 
@@ -93,7 +127,7 @@ int strata_engine_make_ctx(struct strata_engine *e, uint32_t max_batch, uint32_t
 			return rc;
 		strata_warn("[gpu] plugin = auto: the gpu plugin failed (above): running on the CPU");
 	}
-	if (e->dev && (rc = device_budget(e, &o.device_budget)))
+	if (e->dev && ((rc = device_budget(e, &o.device_budget)) || (rc = cache_opts(e, &o.vc))))
 		return rc;
 	o.device = e->dev;
 	if ((rc = strata_ctx_create(e->model, &o, &e->ctx)))

@@ -644,6 +644,23 @@ int strata_engine_expert_stats(const struct strata_engine *e, struct strata_expe
 	return 0;
 }
 
+int strata_engine_gpu_cache_stats(const struct strata_engine *e, struct strata_gpu_cache_stats *st)
+{
+	struct strata_vcache_stats v;
+
+	memset(st, 0, sizeof(*st));
+	strata_ctx_expert_cache(e->ctx, &v);
+	if (!v.slots)
+		return -ENOENT;
+	*st = (struct strata_gpu_cache_stats){
+		.hits = v.hits, .misses = v.misses, .fills = v.fills, .swaps = v.swaps,
+		.pcie = v.pcie, .lent = v.lent, .refills = v.refills, .bytes_in = v.bytes_in,
+		.refill_bytes = v.refill_bytes, .refill_ms = v.refill_ms, .slots = v.slots,
+		.used = v.used,
+	};
+	return 0;
+}
+
 size_t strata_engine_backends(const struct strata_engine *e, char *buf, size_t n)
 {
 	return strata_ctx_describe(e->ctx, buf, n);

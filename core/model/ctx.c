@@ -3,6 +3,7 @@
  * host scratch of the layer loop; tensor views; the run summary.
  */
 #include "model/ctx_int.h"
+#include "model/vcache.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -274,8 +275,9 @@ static int alloc_host_scratch(struct strata_ctx *c)
 	c->items = calloc(2 * ne + 3, sizeof(*c->items));
 	c->xt = calloc(4 * ne, sizeof(*c->xt));
 	c->ready = calloc(ne, sizeof(*c->ready));
+	c->run_slot = calloc(ne, sizeof(*c->run_slot));
 	if (!c->count || !c->start || !c->order || !c->h_ids || !c->h_w || !c->h_tok ||
-	    !c->h_tokw || !c->xw || !c->xmats || !c->items || !c->xt || !c->ready)
+	    !c->h_tokw || !c->xw || !c->xmats || !c->items || !c->xt || !c->ready || !c->run_slot)
 		return -ENOMEM;
 	if (hp->arch != STRATA_ARCH_QWEN4EXP || hp->q4x.ple_layer == UINT32_MAX)
 		return 0;
@@ -343,6 +345,7 @@ void strata_ctx_free(struct strata_ctx *c)
 	free(c->items);
 	free(c->xt);
 	free(c->ready);
+	free(c->run_slot);
 	free(c->ple_ids);
 	free(c);
 }
@@ -350,6 +353,11 @@ void strata_ctx_free(struct strata_ctx *c)
 void strata_ctx_placement(const struct strata_ctx *c, struct strata_placement_stats *st)
 {
 	*st = c->st;
+}
+
+void strata_ctx_expert_cache(const struct strata_ctx *c, struct strata_vcache_stats *st)
+{
+	strata_vcache_stats(c, st);
 }
 
 uint32_t strata_ctx_max_batch(const struct strata_ctx *c)
@@ -499,6 +507,24 @@ static int holds(char *buf, size_t n, uint32_t layers, uint32_t experts, uint32_
 			output ? ", the output head" : "");
 }
 
+/* "; expert cache: 12 slots (12 filled), 80.0% of 1000 routes hit, ..." */
+static int describe_cache(const struct strata_ctx *c, char *buf, size_t n)
+{
+	struct strata_vcache_stats v;
+	char a[32], b[32];
+	uint64_t routes;
+
+	strata_vcache_stats(c, &v);
+	routes = v.hits + v.misses;
+	return snprintf(buf, n, "; expert cache: %u slots (%u filled%s), %.1f%% of %" PRIu64
+			" routes hit, %" PRIu64 " fills, %" PRIu64 " swaps, %" PRIu64
+			" over the link, %" PRIu64 " lent, %s copied in (%s of it refills)",
+			v.slots, v.used, v.transfer ? " + transfer slots" : "",
+			routes ? 100.0 * (double)v.hits / (double)routes : 0.0, routes, v.fills,
+			v.swaps, v.pcie, v.lent, human(v.bytes_in, a, sizeof(a)),
+			human(v.refill_bytes, b, sizeof(b)));
+}
+
 size_t strata_ctx_describe(const struct strata_ctx *c, char *buf, size_t n)
 {
 	const struct strata_placement_stats *st = &c->st;
@@ -525,6 +551,8 @@ size_t strata_ctx_describe(const struct strata_ctx *c, char *buf, size_t n)
 			      human(st->dev_work_bytes, e, sizeof(e)),
 			      human(c->dev->link.in_bytes, f, sizeof(f)),
 			      human(c->dev->link.out_bytes, a, sizeof(a)));
+		if (c->vc && k >= 0 && (size_t)k < n)
+			k += describe_cache(c, buf + k, n - (size_t)k);
 	}
 	return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
 }

@@ -31,7 +31,7 @@ static inline int t_has(const struct strata_tensor *t)
  * One layer's weights as tensors on the backend that runs its dense part
  * (`be`): the mixer, the norms, the router, the shared expert, the dense
  * FFN.  Routed experts live on the CPU (xh: the mapping's 3-D tensors) and,
- * for those placement gave the device, also in device slots (xd).
+ * while the device's expert cache holds them, in its slots (dev_slot).
  */
 struct pl_layer {
 	struct strata_backend *be;
@@ -48,11 +48,8 @@ struct pl_layer {
 	struct strata_tensor mtp_hc[4], mtp_enorm, mtp_hnorm, mtp_eh; /* its MTP block's own */
 	struct strata_tensor mtp_shnorm; /* glm4moe, qwen3next: the block's head norm */
 	struct strata_tensor xh[3];  /* gate, up, down experts in the mapping [cols, rows, n] */
-	struct strata_tensor xd[3];  /* the device's slots [cols, rows, n_dev] */
-	uint32_t *dev_slot;          /* [n_expert]: slot on the device or CTX_NONE */
-	uint32_t n_dev;              /* experts on the device */
+	uint32_t *dev_slot;          /* [n_expert]: its expert cache slot (vcache.h) or CTX_NONE */
 	struct strata_buf dense_buf; /* the device's copy of the dense part */
-	struct strata_buf exp_buf;   /* the device's expert slots */
 	size_t dense_bytes, state_bytes; /* per layer, for placement and the summary */
 };
 
@@ -79,6 +76,8 @@ struct strata_ctx {
 	struct strata_backend *cpu;  /* owned */
 	struct strata_backend *dev;  /* borrowed, or NULL */
 	struct strata_xstore *xs;
+	struct strata_vcache *vc;    /* the device's expert cache (vcache.h), or NULL */
+	uint32_t *run_slot;          /* [n_expert] a layer's plan: the slot each runs from, or CTX_NONE */
 	uint32_t max_batch;
 	struct strata_buf host_map;  /* the mapping's data section, wrapped */
 	struct strata_buf rp_buf;    /* Q8_0 products interleaved at load (place.c), or none */

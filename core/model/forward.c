@@ -14,6 +14,7 @@
 
 #include "backend/exec.h"
 #include "model/ctx_int.h"
+#include "model/vcache.h"
 #include "util/log.h"
 
 /* ---- the blocks ------------------------------------------------------------------- */
@@ -237,10 +238,15 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 				     hp->n_vocab);
 			return -EINVAL;
 		}
+	if ((rc = strata_vcache_pass_begin(c, n)))
+		return rc;
 	strata_seq_note_write(s, s->pos);
 	if (hp->arch == STRATA_ARCH_QWEN4EXP) {
 		rc = strata_q4x_forward(s, tokens, n, logits, all_logits);
-		c->n_forward += !rc;
+		if (!rc) {
+			c->n_forward++;
+			strata_vcache_pass_end(c, n);
+		}
 		return rc;
 	}
 	strata_wlog_open(s, tokens, n);
@@ -260,6 +266,7 @@ int strata_forward(struct strata_seq *s, const int32_t *tokens, uint32_t n, floa
 		return rc;
 	s->pos += n;
 	c->n_forward++;
+	strata_vcache_pass_end(c, n);
 	return 0;
 }
 

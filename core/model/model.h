@@ -247,6 +247,40 @@ struct strata_backend;
 struct strata_xstore;
 struct strata_ctx;
 
+/*
+ * The device's expert cache (model/vcache.h).  Zeroes: as many slots as the
+ * budget left holds, filled by first use, no pcie_frac, no adaptive swaps,
+ * no lending.
+ */
+struct strata_vcache_opts {
+	uint32_t slots;        /* experts the cache holds; 0 = what the budget left allows */
+	uint64_t reserve;      /* device bytes to leave free: fewer slots when less is left */
+	double pcie_frac;      /* share of a step's misses run on the device over the link */
+	uint32_t adapt_every;  /* tokens between adaptive rounds; 0 = never */
+	uint32_t adapt_swaps;  /* experts replaced per round at most */
+	uint32_t lend_min;     /* passes of at least this many tokens borrow slots; 0 = never */
+	double lend_frac;      /* share of the slots such a pass may borrow */
+	uint32_t lend_keep;    /* slots never lent */
+	const char *profile;   /* routing profile to fill from at load (borrowed), or NULL */
+	const char *profile_save; /* where to write the routes counted, at free, or NULL */
+	uint32_t chunk_slots;  /* slots per device buffer; 0 = about 256 MiB's worth */
+};
+
+/* Its counters since the context was made. */
+struct strata_vcache_stats {
+	uint64_t hits, misses;   /* routed (token, expert) pairs of the device's layers */
+	uint64_t fills;          /* misses copied into a free slot (first use), then resident */
+	uint64_t pcie;           /* misses run on the device through a transfer slot */
+	uint64_t lent;           /* misses streamed into borrowed slots by batched passes */
+	uint64_t swaps;          /* residents replaced by adaptive rounds */
+	uint64_t lends, refills; /* passes that borrowed slots; experts copied back after */
+	uint64_t bytes_in;       /* expert bytes copied to the device while running */
+	uint64_t refill_bytes;   /* of them refills */
+	double refill_ms;        /* time the refills took, their sync included */
+	uint32_t slots, transfer; /* cache slots and transfer slots */
+	uint32_t used, lent_now; /* slots holding an expert; borrowed now */
+};
+
 struct strata_ctx_opts {
 	struct strata_pool *pool;      /* the CPU backend's threads (borrowed); NULL: the caller's */
 	uint32_t max_batch;            /* tokens one strata_forward() takes at most; 0 = 512 */
@@ -262,6 +296,7 @@ struct strata_ctx_opts {
 	uint32_t n_ctx;                /* positions of the sequences the device must hold (0 = 4096) */
 	uint32_t n_seq;                /* sequences whose state lives on the device (0 = 1) */
 	struct strata_xstore *xs;      /* streamed experts (borrowed), or NULL: from the mapping */
+	struct strata_vcache_opts vc;  /* the device's expert cache */
 	/* 1: compute on the file's mapping.  0: without a device, the CPU's
 	 * products are copied into huge pages at load when RAM allows, Q8_0
 	 * interleaved (place.c; the same size again in RAM while the page
@@ -273,10 +308,10 @@ struct strata_ctx_opts {
 struct strata_placement_stats {
 	uint32_t dev_layers;           /* layers whose dense part runs on the device */
 	uint32_t dev_skipped;          /* layers kept on the CPU: the device lacks an op or type */
-	uint32_t dev_experts, experts; /* experts on the device, of all the routed ones */
+	uint32_t dev_experts, experts; /* expert cache slots on the device (at most all), routed experts */
 	int dev_output;                /* the output head runs on the device */
 	uint64_t dev_weight_bytes;     /* weights uploaded to the device */
-	uint64_t dev_expert_bytes;     /* of them routed experts */
+	uint64_t dev_expert_bytes;     /* of them the expert cache's slots */
 	uint64_t dev_state_bytes;      /* state reserved there per sequence x n_seq */
 	uint64_t dev_work_bytes;       /* its workspace */
 	uint64_t host_weight_bytes;    /* weights computed on the CPU */
@@ -325,6 +360,8 @@ void strata_ctx_ple_waited(const struct strata_ctx *c, double *ms, uint64_t *chu
  * 2.1 MiB out".  Into buf (NUL-terminated); returns the length.
  */
 size_t strata_ctx_describe(const struct strata_ctx *c, char *buf, size_t n);
+/* The device's expert cache counters (zeroes without one). */
+void strata_ctx_expert_cache(const struct strata_ctx *c, struct strata_vcache_stats *st);
 
 /*
  * The state of one sequence.  Owns its memory; the context must outlive it.

@@ -9,8 +9,8 @@
  * each expert's weights are streamed from memory once per batch and the
  * CPU's pool wakes twice per layer.
  *
- * With a device the experts it holds run there while the host thread
- * computes the others on the CPU (xn copied out as soon as the router ran;
+ * With a device the experts its expert cache holds (or copies in this step:
+ * vcache.h) run there while the host thread computes the others on the CPU (xn copied out as soon as the router ran;
  * their sum copied back and added): the device's queue and the CPU work at
  * the same time, and only activations cross the link.  Streamed experts
  * (xstore) are the CPU's: their reads start as soon as the layer is routed
@@ -24,6 +24,7 @@
 
 #include "backend/exec.h"
 #include "model/ctx_int.h"
+#include "model/vcache.h"
 #include "model/xstore.h"
 
 void strata_moe_route(const struct strata_hparams *hp, const float *bias, float *logits,
@@ -71,11 +72,12 @@ static int route(struct strata_ctx *c, uint32_t l, uint32_t n)
 /*
  * Group the n*k (token, expert) pairs by expert into the CPU workspace's
  * tok/tokw (tokens in order within an expert): the experts `be` holds first
- * (all of them on the CPU), then the rest.  Fills c->count, start, order;
- * *n_be experts and *m_be slots are the first group's.
+ * (all of them on the CPU; on a device, those its expert cache runs there
+ * this step), then the rest.  Fills c->count, start, order; *n_be experts
+ * and *m_be slots are the first group's.  0 or a cache copy's -errno.
  */
-static void group(struct strata_ctx *c, uint32_t l, const int32_t *ids, const float *wts,
-		  uint32_t n, uint32_t *n_act, uint32_t *n_be, uint32_t *m_be)
+static int group(struct strata_ctx *c, uint32_t l, const int32_t *ids, const float *wts,
+		 uint32_t n, uint32_t *n_act, uint32_t *n_be, uint32_t *m_be)
 {
 	const struct strata_hparams *hp = &c->m->hp;
 	const struct pl_layer *L = &c->L[l];
@@ -87,9 +89,12 @@ static void group(struct strata_ctx *c, uint32_t l, const int32_t *ids, const fl
 	memset(c->count, 0, ne * sizeof(*c->count));
 	for (uint32_t i = 0; i < n * k; i++)
 		c->count[ids[i]]++;
+	/* the device's expert cache says which run there (and queues their copies) */
+	if (L->be != c->cpu)
+		RUN(strata_vcache_plan(c, l, c->count));
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t x = 0; x < ne; x++)
-			if (c->count[x] && (L->be == c->cpu || L->dev_slot[x] != CTX_NONE) == !pass)
+			if (c->count[x] && (L->be == c->cpu || c->run_slot[x] != CTX_NONE) == !pass)
 				c->order[na++] = x;
 		if (!pass)
 			*n_be = na;
@@ -110,6 +115,7 @@ static void group(struct strata_ctx *c, uint32_t l, const int32_t *ids, const fl
 			tok[slot] = (int32_t)t;
 			tokw[slot] = wts[t * k + j];
 		}
+	return 0;
 }
 
 /*
@@ -127,8 +133,7 @@ static int part_begin(struct strata_ctx *c, uint32_t l, const struct xpart *p)
 		for (uint32_t i = p->e0; i < p->e1; i++)
 			for (int q = 0; q < 3; q++)
 				c->xw[3 * i + q] = p->be != c->cpu
-							   ? strata_t_expert(&L->xd[q],
-									     L->dev_slot[c->order[i]])
+							   ? strata_vcache_tensor(c, l, c->run_slot[c->order[i]], q)
 							   : strata_t_expert(&L->xh[q], c->order[i]);
 		return 0;
 	}
@@ -301,7 +306,7 @@ static int hybrid(struct strata_ctx *c, uint32_t l, uint32_t n)
 	struct strata_tensor out = strata_t_cols(&wd->out, 0, n), xin = strata_t_cols(&wd->xin, 0, n);
 	struct strata_tensor cout = strata_t_cols(&wc->out, 0, n);
 	const size_t row = (size_t)hp->n_embd * sizeof(float);
-	const int some_cpu = L->n_dev < hp->n_expert;
+	const int some_cpu = !strata_vcache_holds_all(c);
 	uint32_t na, nb, mb;
 
 	RUN(route(c, l, n));
@@ -313,7 +318,7 @@ static int hybrid(struct strata_ctx *c, uint32_t l, uint32_t n)
 				    (size_t)n * k * sizeof(int32_t), NULL));
 	RUN(strata_backend_copy_out(dev, &wd->buf, wd->w.offset, c->h_w,
 				    (size_t)n * k * sizeof(float), NULL));
-	group(c, l, c->h_ids, c->h_w, n, &na, &nb, &mb);
+	RUN(group(c, l, c->h_ids, c->h_w, n, &na, &nb, &mb));
 	{
 		struct xpart pd = { dev, wd, 0, nb, 0, mb, t_has(&L->gate_shexp) };
 		struct xpart pc = { c->cpu, wc, nb, na, mb, (uint32_t)n * k, 0 };
@@ -349,7 +354,7 @@ int strata_moe_block(struct strata_ctx *c, uint32_t l, uint32_t n)
 	if (L->be != c->cpu)
 		return hybrid(c, l, n);
 	RUN(route(c, l, n));
-	group(c, l, strata_tensor_data(&w->ids), strata_tensor_data(&w->w), n, &na, &nb, &mb);
+	RUN(group(c, l, strata_tensor_data(&w->ids), strata_tensor_data(&w->w), n, &na, &nb, &mb));
 	{
 		struct xpart p = { c->cpu, w, 0, na, 0, mb, t_has(&L->gate_shexp) };
 

@@ -8,8 +8,8 @@
  * the budget lasts: its workspace; then layer by layer (the first layers
  * while they fit) the dense part - mixer, norms, router, shared expert,
  * dense FFN - together with the layer's state for n_seq sequences; then the
- * output head; then routed experts of the layers it holds, dealt
- * round-robin over those layers so each gets its share.  A layer whose ops
+ * output head; then the expert cache (vcache.h): slots for the routed
+ * experts of the layers it holds, filled at run time.  A layer whose ops
  * or weight types the device does not support stays on the CPU (the layers
  * after it may still go); experts of a type it does not support too.
  * Experts the device does not hold are computed on the CPU each step; the
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "backend/exec.h"
+#include "model/vcache.h"
 #include "gguf/gguf.h"
 #include "plat/plat.h"
 #include "util/clock.h"
@@ -252,6 +253,7 @@ size_t strata_layer_state_bytes(const struct strata_model *m, uint32_t l, uint32
 
 struct budget {
 	uint64_t left;
+	uint64_t left0; /* what was left for the expert cache */
 	int full; /* the device refused an allocation the budget allowed */
 };
 
@@ -410,92 +412,6 @@ static int place_output(struct strata_ctx *c, struct budget *b)
 	return 0;
 }
 
-/* Bytes of one expert (gate + up + down) of layer l. */
-static size_t expert_bytes(const struct pl_layer *L)
-{
-	return L->xh[0].nb[2] + L->xh[1].nb[2] + L->xh[2].nb[2];
-}
-
-static int experts_supported(struct strata_backend *be, const struct pl_layer *L)
-{
-	for (int p = 0; p < 3; p++)
-		if (!strata_backend_supports(be, STRATA_OP_MATMUL, L->xh[p].type))
-			return 0;
-	return 1;
-}
-
-/* Upload the experts dealt to layer l into its slots. */
-static int upload_experts(struct strata_ctx *c, struct budget *b, uint32_t l)
-{
-	struct pl_layer *L = &c->L[l];
-	size_t off[3], total = 0;
-	int rc;
-
-	for (int p = 0; p < 3; p++) {
-		off[p] = total;
-		total += align_up(L->xh[p].nb[2] * L->n_dev);
-	}
-	b->left += expert_bytes(L) * L->n_dev; /* dealt already: alloc_in takes it with padding */
-	if ((rc = alloc_in(c->dev, b, total, STRATA_BUF_USE_WEIGHTS, &L->exp_buf)))
-		return rc;
-	for (int p = 0; p < 3; p++) {
-		L->xd[p] = L->xh[p];
-		L->xd[p].buf = &L->exp_buf;
-		L->xd[p].offset = off[p];
-		L->xd[p].ne[2] = L->n_dev;
-		L->xd[p].nb[3] = L->xh[p].nb[2] * L->n_dev;
-	}
-	for (uint32_t e = 0; e < c->m->hp.n_expert; e++)
-		for (int p = 0; L->dev_slot[e] != CTX_NONE && p < 3; p++) {
-			const struct strata_tensor src = strata_t_expert(&L->xh[p], e);
-
-			rc = strata_backend_copy_in(c->dev, &L->exp_buf,
-						    off[p] + L->dev_slot[e] * L->xh[p].nb[2],
-						    strata_tensor_data(&src), L->xh[p].nb[2], NULL);
-			if (rc)
-				return rc;
-		}
-	c->st.dev_weight_bytes += total;
-	c->st.dev_expert_bytes += total;
-	c->st.host_weight_bytes -= expert_bytes(L) * L->n_dev;
-	c->st.dev_experts += L->n_dev;
-	return 0;
-}
-
-/* Deal experts round-robin over the device's MoE layers while the budget lasts. */
-static int place_experts(struct strata_ctx *c, struct budget *b)
-{
-	const struct strata_hparams *hp = &c->m->hp;
-	const uint32_t nl = hp->n_layer - hp->n_nextn;
-	int rc, dealt = 1;
-
-	for (uint32_t e = 0; e < hp->n_expert && dealt && !b->full; e++) {
-		dealt = 0;
-		for (uint32_t l = 0; l < nl; l++) {
-			struct pl_layer *L = &c->L[l];
-			size_t need = expert_bytes(L);
-
-			if (L->be != c->dev || !c->m->layers[l].moe || !experts_supported(c->dev, L))
-				continue;
-			/* the slots of all three parts are padded: keep that room too */
-			if (need + 3 * ALIGN > b->left)
-				continue;
-			L->dev_slot[e] = L->n_dev++;
-			b->left -= need;
-			dealt = 1;
-		}
-	}
-	for (uint32_t l = 0; l < nl; l++)
-		if (c->L[l].n_dev && (rc = upload_experts(c, b, l))) {
-			if (rc != -ENOSPC)
-				return rc;
-			for (uint32_t e = 0; e < hp->n_expert; e++)
-				c->L[l].dev_slot[e] = CTX_NONE;
-			c->L[l].n_dev = 0;
-		}
-	return 0;
-}
-
 static int place_device(struct strata_ctx *c, const struct strata_ctx_opts *o)
 {
 	const struct strata_hparams *hp = &c->m->hp;
@@ -531,8 +447,19 @@ static int place_device(struct strata_ctx *c, const struct strata_ctx_opts *o)
 		strata_ws_free(c->dev, &c->ws_dev);
 		goto none;
 	}
-	if ((rc = place_output(c, &b)) || (rc = place_experts(c, &b)))
+	if ((rc = place_output(c, &b)))
 		return rc;
+	b.left0 = b.left;
+	if ((rc = strata_vcache_create(c, &o->vc, &b.left)))
+		return rc;
+	if (c->vc) {
+		struct strata_vcache_stats vs;
+
+		strata_vcache_stats(c, &vs);
+		c->st.dev_experts = vs.slots < c->st.experts ? vs.slots : c->st.experts;
+		c->st.dev_expert_bytes = b.left0 - b.left;
+		c->st.dev_weight_bytes += c->st.dev_expert_bytes;
+	}
 	for (int i = 0; i < 3; i++)
 		if ((rc = strata_backend_event_create(c->dev, &c->ev[i])))
 			return rc;
@@ -760,11 +687,11 @@ void strata_ctx_unplace(struct strata_ctx *c)
 {
 	const uint32_t nl = strata_ctx_layers(c->m);
 
+	if (c->L)
+		strata_vcache_free(c);
 	for (uint32_t l = 0; c->L && l < nl; l++) {
-		if (c->dev) {
+		if (c->dev)
 			strata_backend_buf_free(c->dev, &c->L[l].dense_buf);
-			strata_backend_buf_free(c->dev, &c->L[l].exp_buf);
-		}
 		free(c->L[l].dev_slot);
 	}
 	if (c->dev)

@@ -49,6 +49,14 @@ void strata_metrics_experts(struct strata_metrics *m, const struct strata_expert
 	pthread_mutex_unlock(&m->lock);
 }
 
+void strata_metrics_gpu_cache(struct strata_metrics *m, const struct strata_gpu_cache_stats *st)
+{
+	pthread_mutex_lock(&m->lock);
+	m->gpu_cache = 1;
+	m->gc = *st;
+	pthread_mutex_unlock(&m->lock);
+}
+
 void strata_metrics_spec(struct strata_metrics *m, uint32_t windows, uint32_t drafted,
 			 uint32_t accepted)
 {
@@ -131,6 +139,31 @@ static void render_experts(const struct strata_metrics *m, struct strata_buf *ou
 	strata_buf_printf(out, "strata_expert_cache_slots %u\n", m->xs.slots);
 }
 
+static void render_gpu_cache(const struct strata_metrics *m, struct strata_buf *out)
+{
+	static const char *const what[][2] = {
+		{ "hits", "Routed (token, expert) pairs whose expert the device's cache held." },
+		{ "misses", "Routed (token, expert) pairs whose expert it did not hold." },
+		{ "fills", "Experts copied into a free cache slot on first use." },
+		{ "swaps", "Cached experts replaced by adaptive rounds." },
+		{ "link_runs", "Missed experts copied over the link and run on the device." },
+		{ "lent", "Experts prompt chunks streamed into borrowed cache slots." },
+		{ "refills", "Experts copied back into borrowed slots before decoding." },
+		{ "copied_bytes", "Expert bytes copied to the device while running." },
+	};
+	const uint64_t v[] = { m->gc.hits, m->gc.misses, m->gc.fills, m->gc.swaps, m->gc.pcie,
+			       m->gc.lent, m->gc.refills, m->gc.bytes_in };
+	char name[64];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(name, sizeof(name), "strata_gpu_expert_%s_total", what[i][0]);
+		family(out, name, "counter", what[i][1]);
+		strata_buf_printf(out, "%s %llu\n", name, (unsigned long long)v[i]);
+	}
+	family(out, "strata_gpu_expert_cache_slots", "gauge", "Experts the device's cache holds.");
+	strata_buf_printf(out, "strata_gpu_expert_cache_slots %u\n", m->gc.slots);
+}
+
 void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 			   struct strata_buf *out)
 {
@@ -178,6 +211,8 @@ void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 	strata_buf_printf(out, "strata_requests_failed_total %llu\n", (unsigned long long)m->failed);
 	if (m->experts)
 		render_experts(m, out);
+	if (m->gpu_cache)
+		render_gpu_cache(m, out);
 	family(out, "strata_queue_waiting", "gauge", "Requests waiting for the engine.");
 	strata_buf_printf(out, "strata_queue_waiting %u\n", queued);
 	family(out, "strata_busy", "gauge", "1 while a generation runs.");

@@ -28,6 +28,8 @@ struct strata_metrics {
 	uint64_t spec_windows, spec_drafted, spec_accepted; /* speculative decoding's totals */
 	int experts;                  /* streamed experts: xs holds their totals */
 	struct strata_expert_stats xs;
+	int gpu_cache;                /* a device's expert cache: gc holds its totals */
+	struct strata_gpu_cache_stats gc;
 };
 
 /* Zero the counters and make the lock; 0 or a negative errno. */
@@ -38,6 +40,8 @@ void strata_metrics_destroy(struct strata_metrics *m);
 void strata_metrics_failed(struct strata_metrics *m);
 /* The streamed experts' totals now (shown from then on). */
 void strata_metrics_experts(struct strata_metrics *m, const struct strata_expert_stats *st);
+/* The device's expert cache totals (strata_engine_gpu_cache_stats). */
+void strata_metrics_gpu_cache(struct strata_metrics *m, const struct strata_gpu_cache_stats *st);
 
 /* One response sent with HTTP status `status`. */
 void strata_metrics_status(struct strata_metrics *m, unsigned status);

@@ -267,6 +267,7 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 	struct strata_gen_params p = j->req.gp;
 	struct strata_stats st = { 0 };
 	struct strata_expert_stats xst;
+	struct strata_gpu_cache_stats gst;
 	const char *finish = "stop";
 	int rc, cancelled;
 
@@ -278,6 +279,8 @@ static void run_job(struct strata_server *s, struct strata_job *j)
 	cancelled = atomic_load(&j->cancel) != 0;
 	if (strata_engine_expert_stats(s->e, &xst) == 0)
 		strata_metrics_experts(&s->metrics, &xst);
+	if (strata_engine_gpu_cache_stats(s->e, &gst) == 0)
+		strata_metrics_gpu_cache(&s->metrics, &gst);
 	if (rc < 0 && !cancelled) {
 		strata_metrics_failed(&s->metrics);
 		pthread_mutex_lock(&j->lock);

@@ -18,7 +18,8 @@
  *     fail_alloc_after, fail_copy_after, fail_run_after (every call from
  *     the N-th on fails, as a device that ran out or broke; copies are
  *     counted from the first op on, so uploads at load do not count; 0 =
- *     never).
+ *     never), fail_alloc_nth (the N-th allocation alone fails, as on a
+ *     device whose memory is fragmented).
  *
  * Built beside the shipped plugins (plugins/test/), and its probe says 0
  * unless [gpu] plugin names it (or [gpu-sim] auto = true, for tests of the
@@ -89,6 +90,7 @@ struct gs_dev {
 	struct strata_exec *x;
 	uint8_t missing_op[STRATA_OP_COUNT], missing_type[STRATA_TYPE_COUNT];
 	long fail_alloc_after, fail_copy_after, fail_run_after;
+	long fail_alloc_nth; /* only this allocation fails (a device that is fragmented) */
 	long n_alloc, n_copy, n_run;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;       /* work queued, an event reached, work finished */
@@ -325,6 +327,7 @@ static int gs_open(const struct strata_host *host, void **out)
 	d->link_bps = (double)cfg_u64(host, "link_gbps", 16) * 1e9;
 	d->latency_ns = cfg_u64(host, "latency_us", 10) * 1000;
 	d->fail_alloc_after = (long)cfg_u64(host, "fail_alloc_after", 0);
+	d->fail_alloc_nth = (long)cfg_u64(host, "fail_alloc_nth", 0);
 	d->fail_copy_after = (long)cfg_u64(host, "fail_copy_after", 0);
 	d->fail_run_after = (long)cfg_u64(host, "fail_run_after", 0);
 	threads = (int)cfg_u64(host, "threads", 1);
@@ -408,7 +411,8 @@ static int gs_buf_alloc(void *dev, size_t size, uint32_t usage, struct strata_bu
 	memset(buf, 0, sizeof(*buf));
 	pthread_mutex_lock(&d->mu);
 	d->n_alloc++;
-	if ((d->fail_alloc_after && d->n_alloc >= d->fail_alloc_after) || size > d->vram - d->used)
+	if ((d->fail_alloc_after && d->n_alloc >= d->fail_alloc_after) ||
+	    d->n_alloc == d->fail_alloc_nth || size > d->vram - d->used)
 		rc = -ENOMEM;
 	else if (posix_memalign(&p, 256, size ? size : 256))
 		rc = -ENOMEM;
@@ -703,7 +707,7 @@ static const struct strata_backend_ops g_ops = {
 
 static const char *const g_keys[] = {
 	"vram_mib", "link_gbps", "latency_us", "threads", "missing_ops", "missing_types",
-	"fail_alloc_after", "fail_copy_after", "fail_run_after", "auto", NULL,
+	"fail_alloc_after", "fail_alloc_nth", "fail_copy_after", "fail_run_after", "auto", NULL,
 };
 
 static const struct strata_plugin_desc g_desc = {
