@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -459,6 +460,77 @@ START_TEST(shrinks_when_refused)
 }
 END_TEST
 
+
+/* ---- a routing profile: saved at free, read back hottest-first, refused when bad ---------- */
+
+START_TEST(profile_round_trip)
+{
+	char path[4200], bad[4200];
+	const char *dir = tu_tmpdir();
+	struct strata_vcache_opts o = { .slots = 24 };
+	struct strata_vcache_stats st;
+	struct strata_ctx_opts co;
+	uint32_t keys[6];
+	struct strata_ctx *c;
+	struct sim sim;
+	char *text;
+	size_t len;
+	unsigned hot_l = 0, hot_x = 0;
+
+	snprintf(path, sizeof(path), "%s/routes.txt", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.txt", dir);
+	sim_open(&sim, "");
+	o.profile_save = path;
+	c = make_ctx(sim.dev, &o);
+	ck_assert_double_le(golden(c, 1), TOL);
+	strata_ctx_free(c); /* writes the profile */
+	ck_assert_ptr_nonnull(text = tu_read_file(path, &len));
+	ck_assert_ptr_nonnull(strstr(text, "# strata routing profile"));
+	free(text);
+
+	/* six slots from it: filled at load, the hottest; no first-use fill needed for them */
+	o = (struct strata_vcache_opts){ .slots = 6, .profile = path };
+	c = make_ctx(sim.dev, &o);
+	strata_ctx_expert_cache(c, &st);
+	ck_assert_uint_eq(st.used, 6);
+	ck_assert_uint_eq(st.bytes_in, 0); /* load-time uploads are not the run's */
+	ck_assert_uint_eq(strata_vcache_keys(c, keys, 6), 6);
+	{ /* slot 0 holds the profile's most routed expert */
+		FILE *f = fopen(path, "r");
+		char line[128];
+		unsigned long long n, most = 0;
+		unsigned l, x;
+
+		ck_assert_ptr_nonnull(f);
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "%u %u %llu", &l, &x, &n) == 3 && n > most)
+				most = n, hot_l = l, hot_x = x;
+		fclose(f);
+	}
+	ck_assert_uint_eq(keys[0], hot_l * 8 + hot_x);
+	ck_assert_double_le(golden(c, 1), TOL);
+	strata_ctx_free(c);
+
+	/* a line that is no 'layer expert routes' of this model: one error, FILE:LINE */
+	ck_assert_int_eq(tu_write_file(bad, "# ok\n0 1 5\n3 0 7\n", 17), 0);
+	co = (struct strata_ctx_opts){ .pool = g_pool, .max_batch = 64, .n_ctx = 512,
+				       .device = sim.dev, .device_budget = sim.dev->info.mem_free };
+	co.vc = (struct strata_vcache_opts){ .slots = 6, .profile = bad };
+	tu_log_capture();
+	ck_assert_int_eq(strata_ctx_create(g_m, &co, &c), -EINVAL);
+	tu_log_release();
+	ck_assert_int_eq(tu_log_lines, 1);
+	ck_assert_ptr_nonnull(strstr(tu_log, "bad.txt:3: expected 'layer expert routes'"));
+	co.vc.profile = "/nonexistent/routes.txt";
+	tu_log_capture();
+	ck_assert_int_eq(strata_ctx_create(g_m, &co, &c), -ENOENT);
+	tu_log_release();
+	ck_assert_ptr_nonnull(strstr(tu_log, "/nonexistent/routes.txt"));
+	sim_close(&sim);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("vcache");
@@ -471,6 +543,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, lend_and_refill);
 	tcase_add_test(tc, pcie_frac_same_outputs);
 	tcase_add_test(tc, shrinks_when_refused);
+	tcase_add_test(tc, profile_round_trip);
 	suite_add_tcase(s, tc);
 	return s;
 }
