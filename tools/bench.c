@@ -9,8 +9,10 @@
  * -i into a cache of -x MiB, and the store's totals are printed at the end.
  * With -g the model runs on a device plugin (gpu-sim, with -P its directory)
  * within a budget -b: all (everything on it), dense (its dense weights and
- * state: every routed expert on the CPU), mid (and half the experts' bytes)
- * or a number of MiB; the bytes that crossed its link per token are printed.
+ * state: every routed expert on the CPU), mid (and half the experts' bytes),
+ * quarter (a quarter of them) or a number of MiB; the expert cache runs with
+ * strata.ini's defaults; the bytes that crossed its link per token, and
+ * after the runs the backends line (the cache's hit rate), are printed.
  * A qwen4exp model's PLE rows are read through the PLE reader as the engine
  * reads them (-R readers, io plugin -i; the row cache -C rows, 0 by default
  * so that every repetition reads its rows from the SSD, as a cold table),
@@ -178,7 +180,7 @@ static void usage(const char *prog)
 	       "  -x MIB      stream the experts into a cache of MIB MiB (0 = half the free memory)\n"
 	       "  -i PLUGIN   io plugin that streams them (default auto)\n"
 	       "  -g PLUGIN   run on this gpu plugin (e.g. gpu-sim)\n"
-	       "  -b BUDGET   its budget: all (default), dense, mid or MiB\n"
+	       "  -b BUDGET   its budget: all (default), dense, mid (half the experts), quarter or MiB\n"
 	       "  -P DIR      look for plugins in DIR first\n"
 	       "  -c N        read the prompt in chunks of N tokens (default: one batch)\n"
 	       "  -R N        qwen4exp: PLE reader threads (default 8; 0 = the single-thread path)\n"
@@ -226,7 +228,13 @@ static int open_device_ctx(struct bench *b, const char *gpu, const char *spec,
 		return rc;
 	o->device = b->dev;
 	o->device_budget = b->dev->info.mem_total;
-	if (strcmp(spec, "all") && (!strcmp(spec, "dense") || !strcmp(spec, "mid"))) {
+	/* the expert cache as the engine runs it: strata.ini's defaults */
+	o->vc = (struct strata_vcache_opts){
+		.pcie_frac = b->cfg.gpu_pcie_frac, .adapt_every = b->cfg.gpu_adapt_every,
+		.adapt_swaps = b->cfg.gpu_adapt_swaps, .lend_min = b->cfg.gpu_lend_min,
+		.lend_frac = b->cfg.gpu_lend_frac, .lend_keep = b->cfg.gpu_lend_keep,
+	};
+	if (!strcmp(spec, "dense") || !strcmp(spec, "mid") || !strcmp(spec, "quarter")) {
 		if ((rc = strata_ctx_create(b->m, o, &b->ctx)))
 			return rc;
 		strata_ctx_placement(b->ctx, &st);
@@ -234,14 +242,16 @@ static int open_device_ctx(struct bench *b, const char *gpu, const char *spec,
 		b->ctx = NULL;
 		dense = st.dev_work_bytes + st.dev_state_bytes + st.dev_weight_bytes -
 			st.dev_expert_bytes;
-		o->device_budget = dense + (strcmp(spec, "mid") ? 0 : st.dev_expert_bytes / 2);
+		o->device_budget = dense + (!strcmp(spec, "mid")     ? st.dev_expert_bytes / 2
+					    : !strcmp(spec, "quarter") ? st.dev_expert_bytes / 4
+								       : 0);
 	} else if (strcmp(spec, "all")) {
 		char *end;
 		unsigned long long mib = strtoull(spec, &end, 10);
 
 		if (*end || !mib) {
-			fprintf(stderr, "strata-bench: error: -b: '%s' is not all, dense, mid or MiB\n",
-				spec);
+			fprintf(stderr, "strata-bench: error: -b: '%s' is not all, dense, mid, quarter "
+				"or MiB\n", spec);
 			return -EINVAL;
 		}
 		o->device_budget = (uint64_t)mib << 20;
@@ -405,6 +415,12 @@ int main(int argc, char **argv)
 	}
 	if (rc)
 		fprintf(stderr, "strata-bench: error: forward failed: %s\n", strerror(-rc));
+	if (b.dev) { /* the expert cache's hit rate and the bytes over the link, after the runs */
+		char line[1024];
+
+		strata_ctx_describe(b.ctx, line, sizeof(line));
+		printf("after the runs: %s\n", line);
+	}
 	if (csv)
 		fclose(csv);
 	free(b.tokens);
