@@ -319,10 +319,10 @@ END_TEST
 START_TEST(lend_and_refill)
 {
 	const uint32_t n = g_gold.n_prompt + g_gold.n_gen, nv = g_gold.n_vocab;
-	struct strata_vcache_opts o = { .slots = 24, .lend_min = 8, .lend_frac = 0.9,
-					.lend_keep = 4 };
+	struct strata_vcache_opts o = { .slots = 20, .lend_min = 8, .lend_frac = 0.9,
+					.lend_keep = 2 };
 	float *out = malloc((size_t)n * nv * sizeof(float));
-	uint32_t before[24], lent[24], after[24], i = 0;
+	uint32_t before[20], lent[20], after[20], i = 0;
 	struct strata_vcache_stats st;
 	struct strata_seq *s;
 	struct strata_ctx *c;
@@ -335,27 +335,28 @@ START_TEST(lend_and_refill)
 	/* a few tokens one at a time fill some slots by first use */
 	for (; i < 6; i++)
 		ck_assert_int_eq(strata_forward(s, g_gold.tokens + i, 1, out + (size_t)i * nv, 1), 0);
-	strata_vcache_keys(c, before, 24);
-	/* a batch of 16 borrows 20 slots (90% of 24 is 21, 4 kept), free ones first */
+	strata_vcache_keys(c, before, 20);
+	/* a batch of 16 borrows 18 of the 20 slots (90%, 2 kept), free ones first (a cache
+	 * of all 24 experts would lend nothing: it has no miss to stream) */
 	ck_assert_int_eq(strata_forward(s, g_gold.tokens + i, 16, out + (size_t)i * nv, 1), 0);
 	i += 16;
 	strata_ctx_expert_cache(c, &st);
-	ck_assert_uint_eq(st.lent_now, 20);
+	ck_assert_uint_eq(st.lent_now, 18);
 	ck_assert_uint_eq(st.lends, 1);
 	ck_assert_uint_gt(st.lent, 0);
-	strata_vcache_keys(c, lent, 24);
+	strata_vcache_keys(c, lent, 20);
 	ck_assert_int_ne(memcmp(before, lent, sizeof(lent)), 0);
 	/* the next token refills them first: what the cache held is back */
 	for (; i < n; i++)
 		ck_assert_int_eq(strata_forward(s, g_gold.tokens + i, 1, out + (size_t)i * nv, 1), 0);
 	strata_ctx_expert_cache(c, &st);
-	strata_vcache_keys(c, after, 24);
+	strata_vcache_keys(c, after, 20);
 	printf("lending: %" PRIu64 " experts streamed into borrowed slots, %" PRIu64
 	       " refilled (%.1f KiB, %.2f ms)\n", st.lent, st.refills, st.refill_bytes / 1024.0,
 	       st.refill_ms);
 	ck_assert_uint_eq(st.lent_now, 0);
 	ck_assert_uint_gt(st.refills, 0);
-	for (uint32_t k = 0; k < 24; k++)
+	for (uint32_t k = 0; k < 20; k++)
 		if (before[k] != NONE) /* later tokens may fill free slots, never move these */
 			ck_assert_uint_eq(after[k], before[k]);
 	for (size_t j = 0; j < (size_t)n * nv; j++) {

@@ -310,7 +310,7 @@ int strata_vcache_create(struct strata_ctx *c, const struct strata_vcache_opts *
 	if ((rc = alloc_host(vc)) || (rc = make_events(c, vc)))
 		goto fail;
 	vc->st.slots = vc->n_slots;
-	vc->all = vc->n_slots >= experts && !o->lend_min;
+	vc->all = vc->n_slots >= experts;
 	vc->st.transfer = vc->n_transfer;
 	if (o->profile && (rc = read_profile(c, o->profile)))
 		goto fail;
@@ -686,7 +686,8 @@ int strata_vcache_pass_begin(struct strata_ctx *c, uint32_t n)
 
 	if (!vc)
 		return 0;
-	if (vc->o.lend_min && n >= vc->o.lend_min)
+	/* a cache that holds every expert has nothing to lend for */
+	if (vc->o.lend_min && n >= vc->o.lend_min && !vc->all)
 		return vc->n_lent ? 0 : lend(c);
 	if (vc->n_lent)
 		return refill(c);
