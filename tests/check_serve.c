@@ -668,6 +668,44 @@ END_TEST
 
 /* ---- disconnects and the queue --------------------------------------------------------- */
 
+/*
+ * A device's expert cache (gpu-sim, 6 slots on a MoE model): /metrics carries its
+ * counters, strata_engine_gpu_cache_stats the same totals.
+ */
+START_TEST(gpu_cache_metrics)
+{
+	static const char body[] = "{\"prompt\":\"Once upon a time, there was\",\"max_tokens\":8,"
+				   "\"temperature\":0}";
+	const char *extra[] = { "--plugin-dir", STRATA_PLUGIN_DIR "/test", "--gpu", "gpu-sim",
+				"--expert-slots", "6" };
+	struct strata_gpu_cache_stats gs;
+	struct test_server ts;
+	struct resp r;
+
+	/* gpu-sim's directory first, then the shipped plugins' (the prompt paths) */
+	ck_assert_int_eq(setenv("STRATA_PLUGIN_PATH", STRATA_PLUGIN_DIR, 1), 0);
+	test_server_start(&ts, tu_shared_or_skip("models/syn-qwen3moe-f32.gguf"), extra, 6);
+	unsetenv("STRATA_PLUGIN_PATH");
+	http_call(ts.port, "POST", "/v1/completions", "Content-Type: application/json\r\n", body,
+		  &r);
+	ck_assert_int_eq(r.status, 200);
+	resp_free(&r);
+	http_call(ts.port, "GET", "/metrics", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_msg(strstr(r.body.p, "\nstrata_gpu_expert_cache_slots 6\n") &&
+		      strstr(r.body.p, "\n# TYPE strata_gpu_expert_hits_total counter\n") &&
+		      strstr(r.body.p, "\nstrata_gpu_expert_fills_total 6\n") &&
+		      !strstr(r.body.p, "\nstrata_gpu_expert_misses_total 0\n"),
+		      "metrics:\n%s", r.body.p);
+	resp_free(&r);
+	ck_assert_int_eq(strata_engine_gpu_cache_stats(ts.eng, &gs), 0);
+	ck_assert_uint_eq(gs.slots, 6);
+	ck_assert_uint_eq(gs.fills, 6);
+	ck_assert_uint_gt(gs.bytes_in, 0);
+	test_server_stop(&ts);
+}
+END_TEST
+
 /* A value from the /metrics text. */
 static double metric(const char *name)
 {
@@ -869,6 +907,7 @@ int main(void)
 		tcase_add_test(tc, bad_requests);
 		tcase_add_test(tc, body_too_large);
 		tcase_add_test(tc, api_key);
+		tcase_add_test(tc, gpu_cache_metrics);
 		tcase_add_test(tc, disconnect_mid_stream);
 		tcase_add_test(tc, fifty_clients);
 		tcase_add_test(tc, cli_serve);

@@ -5,7 +5,8 @@
  * model of the cache predicts for the routing the run recorded; a batched
  * pass that borrows slots leaves the cache as it was once refilled; pcie_frac
  * 0 and 1 agree; an allocation refused half way, and a reserve the device
- * cannot keep, shrink the cache with a warning.
+ * cannot keep, shrink the cache with a warning; a routing profile round trip.
+ * (Its counters in /metrics: check_serve's gpu_cache_metrics.)
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -531,6 +532,7 @@ START_TEST(profile_round_trip)
 	tu_rmtree(dir);
 }
 END_TEST
+
 
 static Suite *suite(void)
 {
