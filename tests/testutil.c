@@ -240,18 +240,23 @@ static void gpu_release(void)
 
 struct strata_backend *tu_gpu(void)
 {
+	const char *name = getenv("STRATA_GPU_PLUGIN");
 	struct strata_plugin *p;
 
 	if (g_gpu)
 		return g_gpu;
-	/* gpu-sim is usable only where [gpu] plugin names it */
+	/* the test device gpu-sim unless STRATA_GPU_PLUGIN names another (device-check.sh) */
+	if (!name || !*name)
+		name = "gpu-sim";
 	if (strata_config_init(&g_gpu_cfg))
 		return NULL;
 	free(g_gpu_cfg.gpu_plugin);
-	g_gpu_cfg.gpu_plugin = strdup("gpu-sim");
+	g_gpu_cfg.gpu_plugin = strdup(name); /* gpu-sim is usable only where [gpu] plugin names it */
+	/* gpu-sim from build/plugins/test; any plugin from STRATA_PLUGIN_PATH */
+	if (strcmp(name, "gpu-sim") == 0)
+		g_gpu_cfg.plugin_dir = strdup(STRATA_PLUGIN_DIR "/test");
 	if (strata_registry_create(&g_gpu_cfg, NULL, &g_gpu_reg) ||
-	    strata_registry_load_file(g_gpu_reg, STRATA_PLUGIN_DIR "/test/strata-gpu-sim.so",
-				      STRATA_PLUGIN_GPU, &p) ||
+	    strata_registry_load(g_gpu_reg, STRATA_PLUGIN_GPU, name, &p) ||
 	    strata_backend_device_create(p, &g_gpu)) {
 		strata_registry_free(g_gpu_reg);
 		strata_config_free(&g_gpu_cfg);
@@ -288,10 +293,11 @@ struct strata_ctx *tu_ctx(const struct strata_model *m, struct strata_pool *pool
 	if (mode) {
 		must(strcmp(mode, "all") == 0 || strcmp(mode, "dense") == 0 ||
 		     strcmp(mode, "mid") == 0, "STRATA_TEST_GPU is all, dense or mid");
-		must((o.device = tu_gpu()) != NULL, "cannot load build/plugins/test/strata-gpu-sim.so");
-		/* Ask for everything once, to learn the sizes of the parts. */
-		o.device_budget = o.device->info.mem_total;
-		must(strata_ctx_create(m, &o, &c) == 0, "cannot make a context on gpu-sim");
+		must((o.device = tu_gpu()) != NULL,
+		     "cannot open the gpu plugin (STRATA_GPU_PLUGIN, else gpu-sim)");
+		/* Ask for all it has free once, to learn the sizes of the parts. */
+		o.device_budget = o.device->info.mem_free;
+		must(strata_ctx_create(m, &o, &c) == 0, "cannot make a context on the gpu plugin");
 		strata_ctx_placement(c, &st);
 		strata_ctx_free(c);
 		dense = st.dev_work_bytes + st.dev_state_bytes + st.dev_weight_bytes -

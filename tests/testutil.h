@@ -133,14 +133,18 @@ void tu_seq_free(struct strata_seq *s);
 /* STRATA_TEST_GPU, or NULL when the suites run on the CPU. */
 const char *tu_gpu_mode(void);
 /*
- * A context for m as tu_seq makes one, on gpu-sim with the budget of `mode`
+ * A context for m as tu_seq makes one, on tu_gpu()'s device with the budget of `mode`
  * (all, dense, mid; NULL: the CPU), for n_ctx positions.  Aborts on failure.
  */
 struct strata_ctx *tu_ctx(const struct strata_model *m, struct strata_pool *pool,
 			  uint32_t n_ctx, uint32_t max_batch, const char *mode);
 /* Free a context from tu_ctx (and its device). */
 void tu_ctx_free(struct strata_ctx *c);
-/* gpu-sim as the core's backend (the process keeps one; NULL when it cannot load). */
+/*
+ * The gpu plugin STRATA_GPU_PLUGIN names (from STRATA_PLUGIN_PATH; gpu-sim, the
+ * default, from build/plugins/test) as the core's backend: the process keeps
+ * one; NULL when it cannot load.
+ */
 struct strata_backend *tu_gpu(void);
 
 /* Read a whole file; malloc'd, *len set; NULL on failure. */

@@ -306,7 +306,7 @@ static int hybrid(struct strata_ctx *c, uint32_t l, uint32_t n)
 	struct strata_tensor out = strata_t_cols(&wd->out, 0, n), xin = strata_t_cols(&wd->xin, 0, n);
 	struct strata_tensor cout = strata_t_cols(&wc->out, 0, n);
 	const size_t row = (size_t)hp->n_embd * sizeof(float);
-	const int some_cpu = !strata_vcache_holds_all(c);
+	const int some_cpu = !strata_vcache_holds_all(c, l);
 	uint32_t na, nb, mb;
 
 	RUN(route(c, l, n));

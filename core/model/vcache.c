@@ -79,9 +79,9 @@ static struct strata_buf *slot_buf(struct strata_vcache *vc, uint32_t s, size_t 
 	return &vc->bufs[s / vc->chunk];
 }
 
-int strata_vcache_holds_all(const struct strata_ctx *c)
+int strata_vcache_holds_all(const struct strata_ctx *c, uint32_t l)
 {
-	return c->vc && c->vc->all;
+	return c->vc && c->vc->all && l < c->vc->n_layer && dev_layer(c, l);
 }
 
 struct strata_tensor strata_vcache_tensor(const struct strata_ctx *c, uint32_t l, uint32_t s,

@@ -64,8 +64,11 @@ void strata_vcache_free(struct strata_ctx *c);
  */
 int strata_vcache_plan(struct strata_ctx *c, uint32_t l, const uint32_t *count);
 
-/* 1 when no routed expert of a device layer can run on the CPU: the cache holds them all. */
-int strata_vcache_holds_all(const struct strata_ctx *c);
+/*
+ * 1 when no routed expert of layer l (on the device) can run on the CPU: the
+ * cache holds every expert of the device's layers, l's among them.
+ */
+int strata_vcache_holds_all(const struct strata_ctx *c, uint32_t l);
 
 /* Part q (gate, up, down) of the expert in slot s as a weight tensor of layer l. */
 struct strata_tensor strata_vcache_tensor(const struct strata_ctx *c, uint32_t l, uint32_t s,
