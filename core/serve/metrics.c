@@ -205,7 +205,7 @@ void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 	family(out, "strata_requests_cancelled_total", "counter",
 	       "Generations stopped because the client disconnected.");
 	strata_buf_printf(out, "strata_requests_cancelled_total %llu\n", (unsigned long long)m->cancelled);
-	pthread_mutex_unlock(&m->lock);
+	/* the engine's thread writes these too (under the lock): read them under it */
 	family(out, "strata_requests_failed_total", "counter",
 	       "Generations the engine failed (answered 500 with its error).");
 	strata_buf_printf(out, "strata_requests_failed_total %llu\n", (unsigned long long)m->failed);
@@ -213,6 +213,7 @@ void strata_metrics_render(struct strata_metrics *m, unsigned queued, int busy,
 		render_experts(m, out);
 	if (m->gpu_cache)
 		render_gpu_cache(m, out);
+	pthread_mutex_unlock(&m->lock);
 	family(out, "strata_queue_waiting", "gauge", "Requests waiting for the engine.");
 	strata_buf_printf(out, "strata_queue_waiting %u\n", queued);
 	family(out, "strata_busy", "gauge", "1 while a generation runs.");
