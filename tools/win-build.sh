@@ -37,7 +37,13 @@ cmake --build build-win/strata -j"$(nproc)"
 if [ $test = 1 ]; then
   command -v /usr/lib/wine/wine64 >/dev/null 2>&1 || command -v wine64 >/dev/null 2>&1 ||
     { echo "win-build: no wine64 to run the tests (apt-get install wine64)" >&2; exit 1; }
-  say "tests under Wine (the first run sets up ~/.wine: seconds)"
+  # The prefix (~/.wine) is made once, before the parallel tests: two wine
+  # processes that both find it missing race to make it and one fails.
+  say "setting up the Wine prefix (seconds, the first time)"
+  wine=$(command -v wine64 || echo /usr/lib/wine/wine64)
+  WINEDEBUG=-all "$wine" wineboot --init >/dev/null 2>&1 || true
+  WINEDEBUG=-all "$wine" cmd /c exit >/dev/null 2>&1 || true
+  say "tests under Wine"
   WINEDEBUG=-all ctest --test-dir build-win/strata --output-on-failure -j"$(nproc)"
 fi
 
