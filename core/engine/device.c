@@ -86,7 +86,8 @@ static int cache_opts(struct strata_engine *e, struct strata_vcache_opts *o)
 		.lend_keep = c->gpu_lend_keep, .profile = c->gpu_profile,
 		.profile_save = c->gpu_profile_save,
 	};
-	if (!v || !*v || !strcmp(v, "auto"))
+	/* the reserve is what an automatic budget left free: kept after the cache is in */
+	if (!c->gpu_budget || !*c->gpu_budget || !strcmp(c->gpu_budget, "auto"))
 		o->reserve = (uint64_t)c->gpu_reserve << 20;
 	return 0;
 }

@@ -116,6 +116,19 @@ static void render_ttft(const struct strata_metrics *m, struct strata_buf *out)
 	strata_buf_printf(out, "strata_first_token_seconds_count %llu\n", (unsigned long long)m->ttft_n);
 }
 
+/* One counter family per what[i] ({suffix, help}), named strata_PREFIX_SUFFIX_total. */
+static void render_counters(struct strata_buf *out, const char *prefix,
+			    const char *const (*what)[2], const uint64_t *v, size_t n)
+{
+	char name[80];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "strata_%s_%s_total", prefix, what[i][0]);
+		family(out, name, "counter", what[i][1]);
+		strata_buf_printf(out, "%s %llu\n", name, (unsigned long long)v[i]);
+	}
+}
+
 static void render_experts(const struct strata_metrics *m, struct strata_buf *out)
 {
 	static const char *const what[][2] = {
@@ -128,13 +141,8 @@ static void render_experts(const struct strata_metrics *m, struct strata_buf *ou
 	};
 	const uint64_t v[] = { m->xs.hits, m->xs.misses, m->xs.reads, m->xs.bytes,
 			       m->xs.retries, m->xs.failures };
-	char name[64];
 
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		snprintf(name, sizeof(name), "strata_expert_%s_total", what[i][0]);
-		family(out, name, "counter", what[i][1]);
-		strata_buf_printf(out, "%s %llu\n", name, (unsigned long long)v[i]);
-	}
+	render_counters(out, "expert", what, v, sizeof(v) / sizeof(v[0]));
 	family(out, "strata_expert_cache_slots", "gauge", "Experts the RAM cache holds.");
 	strata_buf_printf(out, "strata_expert_cache_slots %u\n", m->xs.slots);
 }
@@ -153,13 +161,8 @@ static void render_gpu_cache(const struct strata_metrics *m, struct strata_buf *
 	};
 	const uint64_t v[] = { m->gc.hits, m->gc.misses, m->gc.fills, m->gc.swaps, m->gc.pcie,
 			       m->gc.lent, m->gc.refills, m->gc.bytes_in };
-	char name[64];
 
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		snprintf(name, sizeof(name), "strata_gpu_expert_%s_total", what[i][0]);
-		family(out, name, "counter", what[i][1]);
-		strata_buf_printf(out, "%s %llu\n", name, (unsigned long long)v[i]);
-	}
+	render_counters(out, "gpu_expert", what, v, sizeof(v) / sizeof(v[0]));
 	family(out, "strata_gpu_expert_cache_slots", "gauge", "Experts the device's cache holds.");
 	strata_buf_printf(out, "strata_gpu_expert_cache_slots %u\n", m->gc.slots);
 }
