@@ -17,6 +17,7 @@
 #include "cpu/kernels.h"
 #include "cpu/kernels_impl.h"
 #include "cpu/pool.h"
+#include "cpu/quants_iq.h"
 #include "cpu/types.h"
 #include "gguf/gguf.h"
 #include "testutil.h"
@@ -338,6 +339,45 @@ static void check_shape(struct strata_pool *pool, uint32_t type, int64_t rows,
 	free(w), free(x), free(wf), free(ys), free(y);
 }
 
+/*
+ * The AVX-512 level's one-token rows have two lookups (quants_iq.h:
+ * strata_iq_vbmi_set): where this CPU has VBMI, the matmul cases run with
+ * both, the permutes first; elsewhere with the scalar loads alone, said once.
+ * Returns how many settings to run; set_lookup(i) picks the i-th.
+ */
+static int lookups(void)
+{
+#ifdef STRATA_KERN_X86
+	static int said;
+
+	if (g_lv == STRATA_SIMD_AVX512) {
+		if (strata_iq_vbmi_set(1) >= 0)
+			return 2;
+		if (!said++)
+			fprintf(stderr, "check_quants_iq: this CPU has no AVX-512 VBMI: "
+				"its one-token rows are not tested here\n");
+	}
+#endif
+	return 1;
+}
+
+static void set_lookup(int i)
+{
+#ifdef STRATA_KERN_X86
+	if (g_lv == STRATA_SIMD_AVX512)
+		strata_iq_vbmi_set(i == 0 && lookups() == 2);
+#else
+	(void)i;
+#endif
+}
+
+static void reset_lookup(void)
+{
+#ifdef STRATA_KERN_X86
+	strata_iq_vbmi_set(1); /* the default where VBMI exists; else -ENOTSUP */
+#endif
+}
+
 START_TEST(matmul_shapes)
 {
 	static const int64_t rows[] = { 1, 3, 4, 5, 17, 67 };
@@ -349,10 +389,14 @@ START_TEST(matmul_shapes)
 
 	SIMD_CASE();
 	EXPECT_EQ(strata_pool_create(2, &pool), 0);
-	for (size_t a = 0; a < 6; a++)
-		for (size_t b = 0; b < 3; b++)
-			for (size_t c = 0; c < 6; c++)
-				check_shape(pool, type, rows[a], cols[b], ntok[c]);
+	for (int v = 0; v < lookups(); v++) {
+		set_lookup(v);
+		for (size_t a = 0; a < 6; a++)
+			for (size_t b = 0; b < 3; b++)
+				for (size_t c = 0; c < 6; c++)
+					check_shape(pool, type, rows[a], cols[b], ntok[c]);
+	}
+	reset_lookup();
 	strata_pool_free(pool);
 }
 END_TEST
@@ -378,9 +422,10 @@ START_TEST(matmul_exact_activations)
 
 	EXPECT_EQ(strata_mat_init(&m, type, rows, cols, w), 0);
 	strata_dequant(type, w, wf, rows * cols);
-	{
+	for (int v = 0; v < lookups(); v++) {
 		const int l = g_lv;
 
+		set_lookup(v);
 		EXPECT_EQ(strata_simd_set(l), 0);
 		strata_matmul(NULL, &m, x, cols, n_tok, y, rows);
 		for (int64_t t = 0; t < n_tok; t++) {
@@ -399,12 +444,38 @@ START_TEST(matmul_exact_activations)
 					a += fabs(p);
 				}
 				EXPECT(fabs(y[t * rows + r] - s) <= 2e-6 * a,
-				       "%s %s: y[%lld][%lld] = %.9g, exact %.9g",
-				       strata_simd_name(l), strata_type_name(type),
+				       "%s %s (lookup %d): y[%lld][%lld] = %.9g, exact %.9g",
+				       strata_simd_name(l), strata_type_name(type), v,
 				       (long long)t, (long long)r, y[t * rows + r], s);
 			}
 		}
+		/* one token alone: the decode rows */
+		for (int64_t t = 0; t < n_tok; t++) {
+			float y1[21];
+
+			strata_matmul(NULL, &m, x + t * cols, cols, 1, y1, rows);
+			ao->quantize(x + t * cols, xq, cols);
+			for (int64_t r = 0; r < rows; r++) {
+				double s = 0, a = 1e-30;
+
+				for (int64_t i = 0; i < cols; i++) {
+					int8_t q;
+					float d;
+					double p;
+
+					ao->peek(xq, cols, i, &q, &d);
+					p = (double)wf[r * cols + i] * q * d;
+					s += p;
+					a += fabs(p);
+				}
+				EXPECT(fabs(y1[r] - s) <= 2e-6 * a,
+				       "%s %s (lookup %d), one token: y[%lld][%lld] = %.9g, "
+				       "exact %.9g", strata_simd_name(l), strata_type_name(type),
+				       v, (long long)t, (long long)r, y1[r], s);
+			}
+		}
 	}
+	reset_lookup();
 	strata_simd_set(strata_simd_detect());
 	free(w), free(x), free(wf), free(y), free(xq);
 }

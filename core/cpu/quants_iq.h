@@ -55,6 +55,15 @@
 	void strata_##t##_mm_avx2(const struct strata_mm_args *a);           \
 	void strata_##t##_mm_avx512(const struct strata_mm_args *a);
 
+/*
+ * The AVX-512 level's one-token rows of IQ2_XS, IQ3_XXS and IQ3_S look the
+ * codebook up with VBMI permutes where the CPU has them (the default there)
+ * or with scalar loads as the AVX2 level does (on = 0; tests compare both).
+ * Returns the setting before, or -ENOTSUP for on = 1 without VBMI.  Built
+ * with the x86 levels only.
+ */
+int strata_iq_vbmi_set(int on);
+
 STRATA_IQ_DECL(iq2_xs)
 STRATA_IQ_DECL(iq2_s)
 STRATA_IQ_DECL(iq3_xxs)

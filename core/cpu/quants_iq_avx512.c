@@ -11,12 +11,16 @@
  * d_w * d_x.  Segments are summed into y in a fixed order, so results do
  * not depend on how the driver splits rows.  A call of one token (the
  * decode GEMV) skips the unpacked copy: iq_dot_row puts the signs on the
- * activations instead.
+ * activations instead, or, where the CPU has VBMI, quants_iq_vbmi.c's rows
+ * look the codebook up with permutes (IQ2_XS, IQ3_XXS, IQ3_S).
  */
 #include "kernels_impl.h"
 #include "quants_iq.h"
 
 #if defined(STRATA_KERN_X86)
+#include <errno.h>
+#include <stdatomic.h>
+
 #include "quants_iq_x86.h"
 
 #define MR 4
@@ -118,15 +122,48 @@ static iq_tile_fn const g_tiles[MR][MT] = {
 	{ tile_4x1, tile_4x2, tile_4x3, tile_4x4 },
 };
 
+/*
+ * Whether one-token rows take quants_iq_vbmi.c's permute lookups: -1 until
+ * asked, then 1 where the CPU has AVX-512 VBMI (Ice Lake, Zen 4 on; not
+ * Skylake-X or Cascade Lake) unless a test turned it off.
+ */
+static _Atomic int g_vbmi = -1;
+
+static int vbmi_on(void)
+{
+	int v = atomic_load_explicit(&g_vbmi, memory_order_relaxed);
+
+	if (v < 0) {
+		__builtin_cpu_init();
+		v = __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
+		atomic_store_explicit(&g_vbmi, v, memory_order_relaxed);
+	}
+	return v;
+}
+
+int strata_iq_vbmi_set(int on)
+{
+	int was = vbmi_on();
+
+	__builtin_cpu_init();
+	if (on && !__builtin_cpu_supports("avx512vbmi"))
+		return -ENOTSUP;
+	atomic_store(&g_vbmi, on ? 1 : 0);
+	return was;
+}
+
 IQ_AI void mm_iq(enum iq_kind kind, const struct strata_mm_args *a)
 {
 	struct iq_dec dec[MR][SEG];
 	const int64_t nb = a->k / STRATA_QK_K;
 	const size_t bytes = iq_block_bytes[kind];
+	const int vbmi = vbmi_on();
 
 	/* A chunk of one token (kernels.c cuts tokens the same way for any
 	 * pool, so this choice does not depend on the thread count). */
 	if (a->nt == 1) {
+		if (vbmi && strata_iq_rows_vbmi(kind, a))
+			return;
 		for (int64_t r = 0; r < a->nr; r++)
 			a->y[r] = iq_dot_row(kind, a->w + r * a->w_stride, a->x, a->k);
 		return;
@@ -141,6 +178,8 @@ IQ_AI void mm_iq(enum iq_kind kind, const struct strata_mm_args *a)
 				const uint8_t *w = a->w + (r + j) * a->w_stride +
 						   (size_t)b0 * bytes;
 
+				if (vbmi && strata_iq_decode_vbmi(kind, w, nbs, dec[j]))
+					continue;
 				for (int b = 0; b < nbs; b++)
 					iq_decode(kind, w + (size_t)b * bytes, &dec[j][b]);
 			}

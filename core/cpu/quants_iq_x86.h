@@ -321,6 +321,15 @@ IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
 	return _mm256_setzero_si256();
 }
 
+/*
+ * quants_iq_vbmi.c: the rows of a one-token call (a->nt == 1) with VBMI
+ * permutes; returns 0, computing nothing, for a kind it has no rows for
+ * (IQ2_S, IQ1_M).  Call only where the CPU has AVX-512 VBMI.
+ */
+int strata_iq_rows_vbmi(enum iq_kind kind, const struct strata_mm_args *a);
+/* ... and iq_decode of n consecutive blocks from w into dec[0 .. n-1]. */
+int strata_iq_decode_vbmi(enum iq_kind kind, const uint8_t *w, int n, struct iq_dec *dec);
+
 /* Unpack one block for the tile kernels. */
 IQ_AI void iq_decode(enum iq_kind kind, const uint8_t *p, struct iq_dec *o)
 {
