@@ -12,7 +12,9 @@
  * not depend on how the driver splits rows.  A call of one token (the
  * decode GEMV) skips the unpacked copy: iq_dot_row puts the signs on the
  * activations instead, or, where the CPU has VBMI, quants_iq_vbmi.c's rows
- * look the codebook up with permutes (IQ2_XS, IQ3_XXS, IQ3_S).
+ * look the codebook up with permutes (IQ2_XS, IQ3_XXS, IQ3_S); IQ1_M's
+ * 2048-entry grid is too large for registers, and its row (iq1m_row) makes
+ * the indices in vectors and loads the entries.
  */
 #include "kernels_impl.h"
 #include "quants_iq.h"
@@ -123,6 +125,64 @@ static iq_tile_fn const g_tiles[MR][MT] = {
 };
 
 /*
+ * One IQ1_M row against one token at full width.  The 32 11-bit grid
+ * indices of a block and their delta signs are made in vectors (the byte
+ * loop of iq_half spent more on them than on the loads), then per 64
+ * weights eight grid loads, w = 8 grid +- 1, and the exact int32 dot as
+ * iq_dot_row's: |w| times the activations with w's signs, group scales by
+ * vpdpwssd.
+ */
+IQ_AI float iq1m_row(const uint8_t *w, const uint8_t *x, int64_t k)
+{
+	const int8_t *xq = STRATA_Q8K_QS(x);
+	const float *xd = STRATA_Q8K_D(x, k);
+	/* word e of the qh bytes: byte e / 2 (its low nibble for even e) */
+	const __m512i half = _mm512_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10,
+					      9, 9, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2,
+					      1, 1, 0, 0);
+	const __m512i sh = _mm512_set1_epi32(0x00040008); /* even e << 8, odd << 4 */
+	__m512 acc = _mm512_setzero_ps();
+
+	for (int64_t b = 0; b < k / STRATA_QK_K; b++, w += STRATA_IQ1_M_BYTES,
+		     xq += STRATA_QK_K) {
+		_Alignas(64) uint16_t idx[32];
+		const __m512i h = _mm512_sllv_epi16(_mm512_permutexvar_epi16(half,
+			_mm512_zextsi256_si512(_mm256_cvtepu8_epi16(
+				_mm_loadu_si128((const __m128i *)(w + 32))))), sh);
+		/* index bits 8-10, and bit 11: the entry's delta is -1 */
+		const __mmask32 dneg = _mm512_test_epi16_mask(h, _mm512_set1_epi16(0x800));
+		const __m512i S16 = scales16(IQ_1M, w);
+		__m512i s = _mm512_setzero_si512();
+
+		_mm512_store_si512(idx, _mm512_or_si512(
+			_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w)),
+			_mm512_and_si512(h, _mm512_set1_epi16(0x700))));
+		_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+			const uint16_t *e = idx + 8 * c;
+			const __m512i g = _mm512_set_epi64(
+				(long long)strata_iq1s_grid[e[7]], (long long)strata_iq1s_grid[e[6]],
+				(long long)strata_iq1s_grid[e[5]], (long long)strata_iq1s_grid[e[4]],
+				(long long)strata_iq1s_grid[e[3]], (long long)strata_iq1s_grid[e[2]],
+				(long long)strata_iq1s_grid[e[1]], (long long)strata_iq1s_grid[e[0]]);
+			/* 8 g (bits carried in from the byte below cleared), +- 1 */
+			const __m512i v = _mm512_add_epi8(
+				_mm512_and_si512(_mm512_slli_epi64(g, 3), _mm512_set1_epi8((char)0xf8)),
+				_mm512_mask_blend_epi64((__mmask8)(dneg >> 8 * c), _mm512_set1_epi8(1),
+							_mm512_set1_epi8(-1)));
+			const __m512i xv = _mm512_loadu_si512(xq + 64 * c);
+
+			s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(_mm512_abs_epi8(v),
+				_mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(v),
+						     _mm512_setzero_si512(), xv)),
+				pair_scales(S16, c));
+		}
+		acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+				      _mm512_set1_ps(iq_dscale(IQ_1M, w) * xd[b]), acc);
+	}
+	return _mm512_reduce_add_ps(acc);
+}
+
+/*
  * Whether one-token rows take quants_iq_vbmi.c's permute lookups: -1 until
  * asked, then 1 where the CPU has AVX-512 VBMI (Ice Lake, Zen 4 on; not
  * Skylake-X or Cascade Lake) unless a test turned it off.
@@ -164,6 +224,11 @@ IQ_AI void mm_iq(enum iq_kind kind, const struct strata_mm_args *a)
 	if (a->nt == 1) {
 		if (vbmi && strata_iq_rows_vbmi(kind, a))
 			return;
+		if (kind == IQ_1M) {
+			for (int64_t r = 0; r < a->nr; r++)
+				a->y[r] = iq1m_row(a->w + r * a->w_stride, a->x, a->k);
+			return;
+		}
 		for (int64_t r = 0; r < a->nr; r++)
 			a->y[r] = iq_dot_row(kind, a->w + r * a->w_stride, a->x, a->k);
 		return;

@@ -94,33 +94,6 @@ static void codes_init(void)
 #define VB_AI static inline __attribute__((always_inline))
 
 /*
- * Word lanes 0..31 of a group-of-16 scale vector for weights 64 c .. 64 c
- * + 63 (vpmaddubsw pair L belongs to group 4 c + L / 8): S16 holds the 16
- * group scales as words.
- */
-VB_AI __m512i pair_scales(__m512i S16, int c)
-{
-	const __m512i lane = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21,
-					      20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10,
-					      9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-
-	return _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_srli_epi16(lane, 3),
-							 _mm512_set1_epi16((short)(4 * c))), S16);
-}
-
-/* The exact int32 dot of 64 magnitudes g (unsigned) with activations x
- * whose sign bits m negate, each pair scaled by sc. */
-VB_AI __m512i dot64(__m512i s, __m512i g, const int8_t *x, const uint32_t *m, __m512i sc)
-{
-	const __m512i xv = _mm512_loadu_si512(x);
-	__mmask64 neg;
-
-	memcpy(&neg, m, 8); /* m[0] the low 32 weights, m[1] the high */
-	return _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(
-		xv, neg, _mm512_setzero_si512(), xv)), sc);
-}
-
-/*
  * The sign masks of IQ3_XXS and IQ2_XS (iq_block_signs' m[8]) with VBMI:
  * seven bits per 8 weights, the eighth their parity.  IQ3_XXS's fields sit
  * at bits 0, 7, 14, 21 of each of the 8 words at 66, so one vpmultishiftqb
@@ -145,10 +118,6 @@ VB_AI void signs_vbmi(enum iq_kind kind, const uint8_t *p, __m512i Q, uint32_t m
 	_mm256_storeu_si256((__m256i *)m, f);
 }
 
-VB_AI __m512i scales16(enum iq_kind kind, const uint8_t *p)
-{
-	return _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(iq_scales(kind, p)));
-}
 
 /*
  * The tables of one kind, in registers for a whole call: IQ3_XXS and IQ3_S

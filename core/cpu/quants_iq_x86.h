@@ -321,6 +321,44 @@ IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
 	return _mm256_setzero_si256();
 }
 
+#if defined(__AVX512BW__)
+/* ---- AVX-512 only (quants_iq_avx512.c, quants_iq_vbmi.c) ---- */
+
+/* The 16 group scales (iq_scales) as words. */
+IQ_AI __m512i scales16(enum iq_kind kind, const uint8_t *p)
+{
+	return _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(iq_scales(kind, p)));
+}
+
+/*
+ * Word lanes 0..31 of a group-of-16 scale vector for weights 64 c .. 64 c
+ * + 63 (vpmaddubsw pair L belongs to group 4 c + L / 8): S16 holds the 16
+ * group scales as words.
+ */
+IQ_AI __m512i pair_scales(__m512i S16, int c)
+{
+	const __m512i lane = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21,
+					      20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10,
+					      9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+
+	return _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_srli_epi16(lane, 3),
+							 _mm512_set1_epi16((short)(4 * c))), S16);
+}
+
+/* The exact int32 dot of 64 magnitudes g (unsigned) with activations x
+ * whose sign bits m negate, each pair scaled by sc. */
+IQ_AI __m512i dot64(__m512i s, __m512i g, const int8_t *x, const uint32_t *m, __m512i sc)
+{
+	const __m512i xv = _mm512_loadu_si512(x);
+	__mmask64 neg;
+
+	memcpy(&neg, m, 8); /* m[0] the low 32 weights, m[1] the high */
+	return _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(
+		xv, neg, _mm512_setzero_si512(), xv)), sc);
+}
+
+#endif
+
 /*
  * quants_iq_vbmi.c: the rows of a one-token call (a->nt == 1) with VBMI
  * permutes; returns 0, computing nothing, for a kind it has no rows for
