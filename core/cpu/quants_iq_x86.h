@@ -261,7 +261,7 @@ IQ_AI void iq_block_signs(enum iq_kind kind, const uint8_t *p, uint32_t m[8])
 /*
  * Weights 32 h .. 32 h + 31 of a block: their magnitudes (iq_block_signs
  * says which are negative).  IQ1_M has no sign bits: its weights
- * 8 * grid +- 1 (the delta) come back signed.
+ * 8 * grid +- 1 (the delta) come back signed.  IQ3_S: iq3s_half.
  */
 IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
 {
@@ -293,14 +293,8 @@ IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
 		q = p + 2 + 8 * h;
 		return iq_grid32(strata_iq3xxs_grid, q[0], q[1], q[2], q[3], q[4],
 				 q[5], q[6], q[7]);
-	case IQ_3S:
-		q = p + 2 + 8 * h;
-		qh = p[66 + h];
-		return iq_grid32(strata_iq3s_grid, q[0] | (qh & 1) << 8,
-				 q[1] | (qh & 2) << 7, q[2] | (qh & 4) << 6,
-				 q[3] | (qh & 8) << 5, q[4] | (qh & 16) << 4,
-				 q[5] | (qh & 32) << 3, q[6] | (qh & 64) << 2,
-				 q[7] | (qh & 128) << 1);
+	case IQ_3S: /* iq3s_half, from iq3s_indices */
+		break;
 	case IQ_1M:
 		q = p + 4 * h;
 		h0 = p[32 + 2 * h], h1 = p[33 + 2 * h];
@@ -368,6 +362,34 @@ int strata_iq_rows_vbmi(enum iq_kind kind, const struct strata_mm_args *a);
 /* ... and iq_decode of n consecutive blocks from w into dec[0 .. n-1]. */
 int strata_iq_decode_vbmi(enum iq_kind kind, const uint8_t *w, int n, struct iq_dec *dec);
 
+/*
+ * IQ3_S's 64 grid indices of a block, 9 bits each (the qs byte, and bit 8
+ * from qh: bit e of the qh bytes read as words), made in vectors: the
+ * per-entry shifts and masks of iq_half cost more than its loads.
+ */
+IQ_AI void iq3s_indices(const uint8_t *p, uint16_t idx[64])
+{
+	const __m256i bit = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024,
+					      2048, 4096, 8192, 16384, -32768);
+
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+		const __m256i hb = _mm256_and_si256(_mm256_set1_epi16((short)iq_rd16(p + 66 + 2 * i)),
+						    bit);
+
+		_mm256_storeu_si256((__m256i *)(idx + 16 * i), _mm256_or_si256(
+			_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 2 + 16 * i))),
+			_mm256_and_si256(_mm256_cmpeq_epi16(hb, bit), _mm256_set1_epi16(256))));
+	}
+}
+
+/* Weights 32 h .. 32 h + 31 of an IQ3_S block from its indices. */
+IQ_AI __m256i iq3s_half(const uint16_t *idx, int h)
+{
+	const uint16_t *e = idx + 8 * h;
+
+	return iq_grid32(strata_iq3s_grid, e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
+}
+
 /* Unpack one block for the tile kernels. */
 IQ_AI void iq_decode(enum iq_kind kind, const uint8_t *p, struct iq_dec *o)
 {
@@ -375,9 +397,13 @@ IQ_AI void iq_decode(enum iq_kind kind, const uint8_t *p, struct iq_dec *o)
 	__m256i cv = _mm256_setzero_si256();
 	uint32_t m[8];
 
+	uint16_t idx[64];
+
 	iq_block_signs(kind, p, m);
+	if (kind == IQ_3S)
+		iq3s_indices(p, idx);
 	for (int h = 0; h < 8; h++) {
-		__m256i g = iq_half(kind, p, h);
+		__m256i g = kind == IQ_3S ? iq3s_half(idx, h) : iq_half(kind, p, h);
 
 		iq_put(o, h, kind == IQ_1M ? g : iq_signs(g, m[h]), S, &cv);
 	}
@@ -407,10 +433,13 @@ IQ_AI float iq_dot_row(enum iq_kind kind, const uint8_t *w, const uint8_t *x,
 		/* half h's pair scales: bytes 2 h and 2 h + 1 of S, eight lanes each */
 		__m128i sel = pick;
 		uint32_t m[8];
+		uint16_t idx[64];
 
 		iq_block_signs(kind, w, m);
+		if (kind == IQ_3S)
+			iq3s_indices(w, idx);
 		for (int h = 0; h < 8; h++, sel = _mm_add_epi8(sel, _mm_set1_epi8(2))) {
-			__m256i g = iq_half(kind, w, h);
+			__m256i g = kind == IQ_3S ? iq3s_half(idx, h) : iq_half(kind, w, h);
 			__m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
 			__m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(S, sel));
 			__m256i pr;
