@@ -340,64 +340,74 @@ static void check_shape(struct strata_pool *pool, uint32_t type, int64_t rows,
 }
 
 /*
- * The AVX-512 level's one-token rows have two lookups (quants_iq.h:
- * strata_iq_vbmi_set): where this CPU has VBMI, the matmul cases run with
- * both, the permutes first; elsewhere with the scalar loads alone, said once.
- * Returns how many settings to run; set_lookup(i) picks the i-th.
+ * The AVX-512 level has two sets of IQ2_XS / IQ3_XXS / IQ3_S kernels
+ * (quants_iq.h: strata_iq_vbmi_set): the "simd" cases test the one every
+ * AVX-512 CPU runs (VBMI off), and the "vbmi" cases, a ctest test of their
+ * own (check_quants_iq.vbmi), the permute lookups of CPUs that have VBMI.
+ * vbmi_case() selects that pair, or skips the case without them.
  */
-static int lookups(void)
-{
-#ifdef STRATA_KERN_X86
-	static int said;
-
-	if (g_lv == STRATA_SIMD_AVX512) {
-		if (strata_iq_vbmi_set(1) >= 0)
-			return 2;
-		if (!said++)
-			fprintf(stderr, "check_quants_iq: this CPU has no AVX-512 VBMI: "
-				"its one-token rows are not tested here\n");
-	}
-#endif
-	return 1;
-}
-
-static void set_lookup(int i)
+static void vbmi_off(void)
 {
 #ifdef STRATA_KERN_X86
 	if (g_lv == STRATA_SIMD_AVX512)
-		strata_iq_vbmi_set(i == 0 && lookups() == 2);
-#else
-	(void)i;
+		strata_iq_vbmi_set(0);
 #endif
 }
 
-static void reset_lookup(void)
+static void vbmi_default(void)
 {
 #ifdef STRATA_KERN_X86
-	strata_iq_vbmi_set(1); /* the default where VBMI exists; else -ENOTSUP */
+	strata_iq_vbmi_set(1); /* -ENOTSUP without VBMI, where it is off anyway */
 #endif
 }
 
-START_TEST(matmul_shapes)
+static int vbmi_case(void)
+{
+	g_lv = STRATA_SIMD_AVX512;
+	if (strata_simd_set(STRATA_SIMD_AVX512) != 0) {
+		tu_skip("this CPU lacks avx512");
+		return -1;
+	}
+#ifdef STRATA_KERN_X86
+	if (strata_iq_vbmi_set(1) >= 0)
+		return 0;
+#endif
+	tu_skip("this CPU lacks AVX-512 VBMI");
+	return -1;
+}
+
+/* Every shape of matmul_shapes for `type` at g_lv. */
+static void shapes(uint32_t type)
 {
 	static const int64_t rows[] = { 1, 3, 4, 5, 17, 67 };
 	/* 10 blocks: more than one segment of the SIMD kernels */
 	static const int64_t cols[] = { 256, 512, 2560 };
 	static const int64_t ntok[] = { 1, 2, 3, 5, 8, 17 };
-	uint32_t type = g_types[_i];
 	struct strata_pool *pool;
 
-	SIMD_CASE();
 	EXPECT_EQ(strata_pool_create(2, &pool), 0);
-	for (int v = 0; v < lookups(); v++) {
-		set_lookup(v);
-		for (size_t a = 0; a < 6; a++)
-			for (size_t b = 0; b < 3; b++)
-				for (size_t c = 0; c < 6; c++)
-					check_shape(pool, type, rows[a], cols[b], ntok[c]);
-	}
-	reset_lookup();
+	for (size_t a = 0; a < 6; a++)
+		for (size_t b = 0; b < 3; b++)
+			for (size_t c = 0; c < 6; c++)
+				check_shape(pool, type, rows[a], cols[b], ntok[c]);
 	strata_pool_free(pool);
+}
+
+START_TEST(matmul_shapes)
+{
+	SIMD_CASE();
+	vbmi_off();
+	shapes(g_types[_i]);
+	vbmi_default();
+}
+END_TEST
+
+START_TEST(matmul_shapes_vbmi)
+{
+	if (vbmi_case() < 0)
+		return;
+	shapes(g_types[_i]);
+	strata_simd_set(strata_simd_detect());
 }
 END_TEST
 
@@ -406,12 +416,10 @@ END_TEST
  * kernel sees (Q8_K, read back through peek), so the only error left is
  * float rounding of the per-block products and their sum.
  */
-START_TEST(matmul_exact_activations)
+static void exact(uint32_t type)
 {
-	SIMD_CASE();
 
 	const int64_t rows = 21, cols = 256 * 9, n_tok = 7;
-	uint32_t type = g_types[_i];
 	uint8_t *w = make_weights(type, rows, cols);
 	float *x = make_input(cols, cols, n_tok);
 	float *wf = malloc(sizeof(float) * (size_t)(rows * cols));
@@ -422,10 +430,9 @@ START_TEST(matmul_exact_activations)
 
 	EXPECT_EQ(strata_mat_init(&m, type, rows, cols, w), 0);
 	strata_dequant(type, w, wf, rows * cols);
-	for (int v = 0; v < lookups(); v++) {
+	{
 		const int l = g_lv;
 
-		set_lookup(v);
 		EXPECT_EQ(strata_simd_set(l), 0);
 		strata_matmul(NULL, &m, x, cols, n_tok, y, rows);
 		for (int64_t t = 0; t < n_tok; t++) {
@@ -444,8 +451,8 @@ START_TEST(matmul_exact_activations)
 					a += fabs(p);
 				}
 				EXPECT(fabs(y[t * rows + r] - s) <= 2e-6 * a,
-				       "%s %s (lookup %d): y[%lld][%lld] = %.9g, exact %.9g",
-				       strata_simd_name(l), strata_type_name(type), v,
+				       "%s %s: y[%lld][%lld] = %.9g, exact %.9g",
+				       strata_simd_name(l), strata_type_name(type),
 				       (long long)t, (long long)r, y[t * rows + r], s);
 			}
 		}
@@ -469,15 +476,30 @@ START_TEST(matmul_exact_activations)
 					a += fabs(p);
 				}
 				EXPECT(fabs(y1[r] - s) <= 2e-6 * a,
-				       "%s %s (lookup %d), one token: y[%lld][%lld] = %.9g, "
+				       "%s %s, one token: y[%lld][%lld] = %.9g, "
 				       "exact %.9g", strata_simd_name(l), strata_type_name(type),
-				       v, (long long)t, (long long)r, y1[r], s);
+				       (long long)t, (long long)r, y1[r], s);
 			}
 		}
 	}
-	reset_lookup();
 	strata_simd_set(strata_simd_detect());
 	free(w), free(x), free(wf), free(y), free(xq);
+}
+
+START_TEST(matmul_exact_activations)
+{
+	SIMD_CASE();
+	vbmi_off();
+	exact(g_types[_i]);
+	vbmi_default();
+}
+END_TEST
+
+START_TEST(matmul_exact_activations_vbmi)
+{
+	if (vbmi_case() < 0)
+		return;
+	exact(g_types[_i]);
 }
 END_TEST
 
@@ -512,6 +534,7 @@ int main(void)
 {
 	Suite *s = suite_create("quants_iq");
 	TCase *tc = tcase_create("core"), *simd = tcase_create("levels");
+	TCase *vbmi = tcase_create("vbmi");
 
 	tcase_set_tags(simd, "simd");
 	tcase_set_timeout(simd, 300);
@@ -520,6 +543,11 @@ int main(void)
 	tcase_add_loop_test(simd, matmul_shapes, 0, N_TYPES);
 	tcase_add_loop_test(simd, matmul_exact_activations, 0, N_TYPES);
 	suite_add_tcase(s, simd);
+	tcase_set_tags(vbmi, "vbmi");
+	tcase_set_timeout(vbmi, 300);
+	tcase_add_loop_test(vbmi, matmul_shapes_vbmi, 0, N_TYPES);
+	tcase_add_loop_test(vbmi, matmul_exact_activations_vbmi, 0, N_TYPES);
+	suite_add_tcase(s, vbmi);
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, matmul_thread_independent, 0, N_TYPES);
 	suite_add_tcase(s, tc);
