@@ -8,7 +8,7 @@
  * d_w * d_x.  Tiles are 4 rows x 2 tokens: 8 accumulators leave room in
  * the 16 ymm registers for the activations and temporaries.  A call of one
  * token (the decode GEMV) skips the unpacked copy: iq_dot_row puts the
- * signs on the activations instead (IQ1_M: iq1m_row).
+ * signs on the activations instead.
  */
 #include "kernels_impl.h"
 #include "quants_iq.h"
@@ -107,73 +107,6 @@ static iq_tile_fn const g_tiles[MR][MT] = {
 	{ tile_4x1, tile_4x2 },
 };
 
-/*
- * One IQ1_M row against one token.  The 32 11-bit grid indices of a block
- * and their delta signs are made in vectors (iq_half's byte loop spent more
- * on them than on the loads); per 32 weights four grid loads, w = 8 grid
- * +- 1, and iq_dot_row's arithmetic.
- */
-IQ_AI float iq1m_row(const uint8_t *w, const uint8_t *x, int64_t k)
-{
-	const int8_t *xq = STRATA_Q8K_QS(x);
-	const float *xd = STRATA_Q8K_D(x, k);
-	const __m128i m15 = _mm_set1_epi8(15), pick = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0,
-								    1, 1, 1, 1, 1, 1, 1, 1);
-	const __m256i bit = _mm256_setr_epi64x(1, 2, 4, 8);
-	__m256 acc = _mm256_setzero_ps();
-	__m128 r;
-
-	for (int64_t b = 0; b < k / STRATA_QK_K; b++, w += STRATA_IQ1_M_BYTES,
-		     xq += STRATA_QK_K) {
-		_Alignas(32) uint16_t idx[32];
-		const __m128i qh = _mm_loadu_si128((const __m128i *)(w + 32));
-		const __m128i lo = _mm_and_si128(qh, m15);
-		const __m128i hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m15);
-		/* entry e's nibble: byte e / 2, the low one for even e */
-		const __m128i n0 = _mm_unpacklo_epi8(lo, hi), n1 = _mm_unpackhi_epi8(lo, hi);
-		/* bit e: entry e's delta is -1 (the nibble's bit 3) */
-		const uint32_t dneg = (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(n0, 4)) |
-				      (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(n1, 4)) << 16;
-		const __m128i S = iq_scales(IQ_1M, w);
-		__m128i sel = pick;
-		__m256i s = _mm256_setzero_si256();
-
-		_mm256_store_si256((__m256i *)idx, _mm256_or_si256(
-			_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)w)),
-			_mm256_slli_epi16(_mm256_cvtepu8_epi16(
-				_mm_and_si128(n0, _mm_set1_epi8(7))), 8)));
-		_mm256_store_si256((__m256i *)(idx + 16), _mm256_or_si256(
-			_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 16))),
-			_mm256_slli_epi16(_mm256_cvtepu8_epi16(
-				_mm_and_si128(n1, _mm_set1_epi8(7))), 8)));
-		for (int h = 0; h < 8; h++, sel = _mm_add_epi8(sel, _mm_set1_epi8(2))) {
-			const uint16_t *e = idx + 4 * h;
-			__m256i g = _mm256_setr_epi64x((long long)strata_iq1s_grid[e[0]],
-						       (long long)strata_iq1s_grid[e[1]],
-						       (long long)strata_iq1s_grid[e[2]],
-						       (long long)strata_iq1s_grid[e[3]]);
-			/* -1 for the entries whose delta bit is set, else +1 */
-			const __m256i dm = _mm256_set1_epi64x((long long)((dneg >> 4 * h) & 15));
-			const __m256i delta = _mm256_or_si256(_mm256_cmpeq_epi64(
-				_mm256_and_si256(dm, bit), bit), _mm256_set1_epi8(1));
-			const __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
-			const __m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(S, sel));
-
-			g = _mm256_add_epi8(g, g);
-			g = _mm256_add_epi8(g, g);
-			g = _mm256_add_epi8(_mm256_add_epi8(g, g), delta);
-			s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(
-				_mm256_sign_epi8(g, g), _mm256_sign_epi8(xv, g)), sc));
-		}
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
-				      _mm256_set1_ps(iq_dscale(IQ_1M, w) * xd[b]), acc);
-	}
-	r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-	r = _mm_add_ss(r, _mm_movehdup_ps(r));
-	return _mm_cvtss_f32(r);
-}
-
 IQ_AI void mm_iq(enum iq_kind kind, const struct strata_mm_args *a)
 {
 	struct iq_dec dec[MR][SEG];
@@ -184,8 +117,7 @@ IQ_AI void mm_iq(enum iq_kind kind, const struct strata_mm_args *a)
 	 * pool, so this choice does not depend on the thread count). */
 	if (a->nt == 1) {
 		for (int64_t r = 0; r < a->nr; r++)
-			a->y[r] = kind == IQ_1M ? iq1m_row(a->w + r * a->w_stride, a->x, a->k)
-				: iq_dot_row(kind, a->w + r * a->w_stride, a->x, a->k);
+			a->y[r] = iq_dot_row(kind, a->w + r * a->w_stride, a->x, a->k);
 		return;
 	}
 	for (int64_t r = 0; r < a->nr; r += MR) {

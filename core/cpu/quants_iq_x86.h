@@ -260,14 +260,12 @@ IQ_AI void iq_block_signs(enum iq_kind kind, const uint8_t *p, uint32_t m[8])
 
 /*
  * Weights 32 h .. 32 h + 31 of a block: their magnitudes (iq_block_signs
- * says which are negative).  IQ1_M has no sign bits: its weights
- * 8 * grid +- 1 (the delta) come back signed.  IQ3_S: iq3s_half.
+ * says which are negative).  IQ3_S and IQ1_M: iq3s_half and iq1m_half.
  */
 IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
 {
 	const uint8_t *q;
-	int qh, h0, h1;
-	__m256i g, delta;
+	int qh;
 
 	switch (kind) {
 	case IQ_2XS: {
@@ -295,22 +293,8 @@ IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
 				 q[5], q[6], q[7]);
 	case IQ_3S: /* iq3s_half, from iq3s_indices */
 		break;
-	case IQ_1M:
-		q = p + 4 * h;
-		h0 = p[32 + 2 * h], h1 = p[33 + 2 * h];
-		g = _mm256_setr_epi64x(
-			(long long)strata_iq1s_grid[q[0] | (h0 & 7) << 8],
-			(long long)strata_iq1s_grid[q[1] | (h0 & 0x70) << 4],
-			(long long)strata_iq1s_grid[q[2] | (h1 & 7) << 8],
-			(long long)strata_iq1s_grid[q[3] | (h1 & 0x70) << 4]);
-		delta = _mm256_setr_epi64x(h0 & 0x08 ? -1ll : 0x0101010101010101ll,
-					   h0 & 0x80 ? -1ll : 0x0101010101010101ll,
-					   h1 & 0x08 ? -1ll : 0x0101010101010101ll,
-					   h1 & 0x80 ? -1ll : 0x0101010101010101ll);
-		g = _mm256_add_epi8(g, g);
-		g = _mm256_add_epi8(g, g);
-		g = _mm256_add_epi8(g, g);
-		return _mm256_add_epi8(g, delta);
+	case IQ_1M: /* iq1m_half, from iq1m_indices */
+		break;
 	}
 	return _mm256_setzero_si256();
 }
@@ -390,6 +374,71 @@ IQ_AI __m256i iq3s_half(const uint16_t *idx, int h)
 	return iq_grid32(strata_iq3s_grid, e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
 }
 
+/*
+ * IQ1_M's 32 11-bit grid indices of a block (the qs byte, 3 bits from the
+ * entry's qh nibble: byte e / 2, the low one for even e) and their delta
+ * signs (bit e of *dneg: the nibble's bit 3, delta -1), made in vectors.
+ */
+IQ_AI void iq1m_indices(const uint8_t *p, uint16_t idx[32], uint32_t *dneg)
+{
+	const __m128i m15 = _mm_set1_epi8(15);
+	const __m128i qh = _mm_loadu_si128((const __m128i *)(p + 32));
+	const __m128i lo = _mm_and_si128(qh, m15);
+	const __m128i hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m15);
+	const __m128i n0 = _mm_unpacklo_epi8(lo, hi), n1 = _mm_unpackhi_epi8(lo, hi);
+
+	*dneg = (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(n0, 4)) |
+		(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(n1, 4)) << 16;
+	_mm256_storeu_si256((__m256i *)idx, _mm256_or_si256(
+		_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)),
+		_mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(n0, _mm_set1_epi8(7))), 8)));
+	_mm256_storeu_si256((__m256i *)(idx + 16), _mm256_or_si256(
+		_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 16))),
+		_mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(n1, _mm_set1_epi8(7))), 8)));
+}
+
+/* Weights 32 h .. 32 h + 31 of an IQ1_M block, signed: 8 grid +- 1. */
+IQ_AI __m256i iq1m_half(const uint16_t *idx, uint32_t dneg, int h)
+{
+	const __m256i bit = _mm256_setr_epi64x(1, 2, 4, 8);
+	const uint16_t *e = idx + 4 * h;
+	__m256i g = _mm256_setr_epi64x((long long)strata_iq1s_grid[e[0]],
+				       (long long)strata_iq1s_grid[e[1]],
+				       (long long)strata_iq1s_grid[e[2]],
+				       (long long)strata_iq1s_grid[e[3]]);
+	/* -1 for the entries whose delta bit is set, else +1 */
+	const __m256i dm = _mm256_set1_epi64x((long long)((dneg >> 4 * h) & 15));
+	const __m256i delta = _mm256_or_si256(_mm256_cmpeq_epi64(_mm256_and_si256(dm, bit), bit),
+					      _mm256_set1_epi8(1));
+
+	g = _mm256_add_epi8(g, g);
+	g = _mm256_add_epi8(g, g);
+	return _mm256_add_epi8(_mm256_add_epi8(g, g), delta);
+}
+
+/* A block's grid indices where its kind makes them in vectors first. */
+struct iq_idx {
+	uint16_t e[64];
+	uint32_t dneg;
+};
+
+IQ_AI void iq_indices(enum iq_kind kind, const uint8_t *p, struct iq_idx *ix)
+{
+	if (kind == IQ_3S)
+		iq3s_indices(p, ix->e);
+	else if (kind == IQ_1M)
+		iq1m_indices(p, ix->e, &ix->dneg);
+}
+
+IQ_AI __m256i iq_half_ix(enum iq_kind kind, const uint8_t *p, const struct iq_idx *ix, int h)
+{
+	if (kind == IQ_3S)
+		return iq3s_half(ix->e, h);
+	if (kind == IQ_1M)
+		return iq1m_half(ix->e, ix->dneg, h);
+	return iq_half(kind, p, h);
+}
+
 /* Unpack one block for the tile kernels. */
 IQ_AI void iq_decode(enum iq_kind kind, const uint8_t *p, struct iq_dec *o)
 {
@@ -397,13 +446,12 @@ IQ_AI void iq_decode(enum iq_kind kind, const uint8_t *p, struct iq_dec *o)
 	__m256i cv = _mm256_setzero_si256();
 	uint32_t m[8];
 
-	uint16_t idx[64];
+	struct iq_idx ix;
 
 	iq_block_signs(kind, p, m);
-	if (kind == IQ_3S)
-		iq3s_indices(p, idx);
+	iq_indices(kind, p, &ix);
 	for (int h = 0; h < 8; h++) {
-		__m256i g = kind == IQ_3S ? iq3s_half(idx, h) : iq_half(kind, p, h);
+		__m256i g = iq_half_ix(kind, p, &ix, h);
 
 		iq_put(o, h, kind == IQ_1M ? g : iq_signs(g, m[h]), S, &cv);
 	}
@@ -433,13 +481,12 @@ IQ_AI float iq_dot_row(enum iq_kind kind, const uint8_t *w, const uint8_t *x,
 		/* half h's pair scales: bytes 2 h and 2 h + 1 of S, eight lanes each */
 		__m128i sel = pick;
 		uint32_t m[8];
-		uint16_t idx[64];
+		struct iq_idx ix;
 
 		iq_block_signs(kind, w, m);
-		if (kind == IQ_3S)
-			iq3s_indices(w, idx);
+		iq_indices(kind, w, &ix);
 		for (int h = 0; h < 8; h++, sel = _mm_add_epi8(sel, _mm_set1_epi8(2))) {
-			__m256i g = kind == IQ_3S ? iq3s_half(idx, h) : iq_half(kind, w, h);
+			__m256i g = iq_half_ix(kind, w, &ix, h);
 			__m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
 			__m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(S, sel));
 			__m256i pr;
