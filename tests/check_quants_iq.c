@@ -418,72 +418,56 @@ END_TEST
  */
 static void exact(uint32_t type)
 {
-
 	const int64_t rows = 21, cols = 256 * 9, n_tok = 7;
 	uint8_t *w = make_weights(type, rows, cols);
 	float *x = make_input(cols, cols, n_tok);
 	float *wf = malloc(sizeof(float) * (size_t)(rows * cols));
 	float *y = malloc(sizeof(float) * (size_t)(rows * n_tok));
+	float *y1 = malloc(sizeof(float) * (size_t)(rows * n_tok));
+	double *ref = malloc(sizeof(double) * (size_t)(rows * n_tok));
+	double *mag = malloc(sizeof(double) * (size_t)(rows * n_tok));
 	const struct strata_act_ops *ao = &strata_kern_scalar.act[STRATA_ACT_Q8_K];
 	void *xq = aligned_alloc(64, ao->row_bytes(cols));
 	struct strata_mat m;
 
 	EXPECT_EQ(strata_mat_init(&m, type, rows, cols, w), 0);
 	strata_dequant(type, w, wf, rows * cols);
-	{
-		const int l = g_lv;
+	for (int64_t t = 0; t < n_tok; t++) {
+		ao->quantize(x + t * cols, xq, cols);
+		for (int64_t r = 0; r < rows; r++) {
+			double s = 0, a = 1e-30;
 
-		EXPECT_EQ(strata_simd_set(l), 0);
-		strata_matmul(NULL, &m, x, cols, n_tok, y, rows);
-		for (int64_t t = 0; t < n_tok; t++) {
-			ao->quantize(x + t * cols, xq, cols);
-			for (int64_t r = 0; r < rows; r++) {
-				double s = 0, a = 1e-30;
+			for (int64_t i = 0; i < cols; i++) {
+				int8_t q;
+				float d;
+				double p;
 
-				for (int64_t i = 0; i < cols; i++) {
-					int8_t q;
-					float d;
-					double p;
-
-					ao->peek(xq, cols, i, &q, &d);
-					p = (double)wf[r * cols + i] * q * d;
-					s += p;
-					a += fabs(p);
-				}
-				EXPECT(fabs(y[t * rows + r] - s) <= 2e-6 * a,
-				       "%s %s: y[%lld][%lld] = %.9g, exact %.9g",
-				       strata_simd_name(l), strata_type_name(type),
-				       (long long)t, (long long)r, y[t * rows + r], s);
+				ao->peek(xq, cols, i, &q, &d);
+				p = (double)wf[r * cols + i] * q * d;
+				s += p;
+				a += fabs(p);
 			}
-		}
-		/* one token alone: the decode rows */
-		for (int64_t t = 0; t < n_tok; t++) {
-			float y1[21];
-
-			strata_matmul(NULL, &m, x + t * cols, cols, 1, y1, rows);
-			ao->quantize(x + t * cols, xq, cols);
-			for (int64_t r = 0; r < rows; r++) {
-				double s = 0, a = 1e-30;
-
-				for (int64_t i = 0; i < cols; i++) {
-					int8_t q;
-					float d;
-					double p;
-
-					ao->peek(xq, cols, i, &q, &d);
-					p = (double)wf[r * cols + i] * q * d;
-					s += p;
-					a += fabs(p);
-				}
-				EXPECT(fabs(y1[r] - s) <= 2e-6 * a,
-				       "%s %s, one token: y[%lld][%lld] = %.9g, "
-				       "exact %.9g", strata_simd_name(l), strata_type_name(type),
-				       (long long)t, (long long)r, y1[r], s);
-			}
+			ref[t * rows + r] = s;
+			mag[t * rows + r] = a;
 		}
 	}
+	EXPECT_EQ(strata_simd_set(g_lv), 0);
+	strata_matmul(NULL, &m, x, cols, n_tok, y, rows);
+	/* each token alone too: the decode rows */
+	for (int64_t t = 0; t < n_tok; t++)
+		strata_matmul(NULL, &m, x + t * cols, cols, 1, y1 + t * rows, rows);
+	for (int64_t i = 0; i < rows * n_tok; i++) {
+		EXPECT(fabs(y[i] - ref[i]) <= 2e-6 * mag[i],
+		       "%s %s: y[%lld][%lld] = %.9g, exact %.9g", strata_simd_name(g_lv),
+		       strata_type_name(type), (long long)(i / rows), (long long)(i % rows),
+		       y[i], ref[i]);
+		EXPECT(fabs(y1[i] - ref[i]) <= 2e-6 * mag[i],
+		       "%s %s, one token: y[%lld][%lld] = %.9g, exact %.9g",
+		       strata_simd_name(g_lv), strata_type_name(type), (long long)(i / rows),
+		       (long long)(i % rows), y1[i], ref[i]);
+	}
 	strata_simd_set(strata_simd_detect());
-	free(w), free(x), free(wf), free(y), free(xq);
+	free(w), free(x), free(wf), free(y), free(y1), free(ref), free(mag), free(xq);
 }
 
 START_TEST(matmul_exact_activations)

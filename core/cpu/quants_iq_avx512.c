@@ -13,8 +13,8 @@
  * decode GEMV) skips the unpacked copy: iq_dot_row puts the signs on the
  * activations instead, or, where the CPU has VBMI, quants_iq_vbmi.c's rows
  * look the codebook up with permutes (IQ2_XS, IQ3_XXS, IQ3_S); IQ1_M's
- * 2048-entry grid is too large for registers, and its row (iq1m_row) makes
- * the indices in vectors and loads the entries.
+ * 2048-entry grid is too large for registers: its row (iq1m_row) loads the
+ * entries at indices made in vectors.
  */
 #include "kernels_impl.h"
 #include "quants_iq.h"
@@ -125,38 +125,25 @@ static iq_tile_fn const g_tiles[MR][MT] = {
 };
 
 /*
- * One IQ1_M row against one token at full width.  The 32 11-bit grid
- * indices of a block and their delta signs are made in vectors (the byte
- * loop of iq_half spent more on them than on the loads), then per 64
- * weights eight grid loads, w = 8 grid +- 1, and the exact int32 dot as
- * iq_dot_row's: |w| times the activations with w's signs, group scales by
- * vpdpwssd.
+ * One IQ1_M row against one token at full width: a block's grid indices and
+ * delta signs from iq1m_indices, then per 64 weights eight grid loads,
+ * w = 8 grid +- 1, and the exact int32 dot as iq_dot_row's: |w| times the
+ * activations with w's signs, group scales by vpdpwssd.
  */
 IQ_AI float iq1m_row(const uint8_t *w, const uint8_t *x, int64_t k)
 {
 	const int8_t *xq = STRATA_Q8K_QS(x);
 	const float *xd = STRATA_Q8K_D(x, k);
-	/* word e of the qh bytes: byte e / 2 (its low nibble for even e) */
-	const __m512i half = _mm512_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10,
-					      9, 9, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2,
-					      1, 1, 0, 0);
-	const __m512i sh = _mm512_set1_epi32(0x00040008); /* even e << 8, odd << 4 */
 	__m512 acc = _mm512_setzero_ps();
 
 	for (int64_t b = 0; b < k / STRATA_QK_K; b++, w += STRATA_IQ1_M_BYTES,
 		     xq += STRATA_QK_K) {
-		_Alignas(64) uint16_t idx[32];
-		const __m512i h = _mm512_sllv_epi16(_mm512_permutexvar_epi16(half,
-			_mm512_zextsi256_si512(_mm256_cvtepu8_epi16(
-				_mm_loadu_si128((const __m128i *)(w + 32))))), sh);
-		/* index bits 8-10, and bit 11: the entry's delta is -1 */
-		const __mmask32 dneg = _mm512_test_epi16_mask(h, _mm512_set1_epi16(0x800));
 		const __m512i S16 = scales16(IQ_1M, w);
 		__m512i s = _mm512_setzero_si512();
+		uint16_t idx[32];
+		uint32_t dneg;
 
-		_mm512_store_si512(idx, _mm512_or_si512(
-			_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w)),
-			_mm512_and_si512(h, _mm512_set1_epi16(0x700))));
+		iq1m_indices(w, idx, &dneg);
 		_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
 			const uint16_t *e = idx + 8 * c;
 			const __m512i g = _mm512_set_epi64(

@@ -134,19 +134,16 @@ VB_AI void vtab_load(enum iq_kind kind, struct vtab *T)
 	pthread_once(&g_once, codes_init);
 	switch (kind) {
 	case IQ_3XXS:
-		for (int i = 0; i < 4; i++) {
-			T->t[i] = _mm512_load_si512(g_codes.x3_lo + 64 * i);
-			T->t[8 + i] = _mm512_load_si512(g_codes.x3_hi + 64 * i);
+	case IQ_3S: {
+		const int x3 = kind == IQ_3XXS, n = x3 ? 4 : 8;
+
+		for (int i = 0; i < n; i++) {
+			T->t[i] = _mm512_load_si512((x3 ? g_codes.x3_lo : g_codes.s3_lo) + 64 * i);
+			T->t[8 + i] = _mm512_load_si512((x3 ? g_codes.x3_hi : g_codes.s3_hi) + 64 * i);
 		}
-		T->lut = _mm512_load_si512(g_codes.x3_lut);
+		T->lut = _mm512_load_si512(x3 ? g_codes.x3_lut : g_codes.s3_lut);
 		break;
-	case IQ_3S:
-		for (int i = 0; i < 8; i++) {
-			T->t[i] = _mm512_load_si512(g_codes.s3_lo + 64 * i);
-			T->t[8 + i] = _mm512_load_si512(g_codes.s3_hi + 64 * i);
-		}
-		T->lut = _mm512_load_si512(g_codes.s3_lut);
-		break;
+	}
 	default:
 		for (int i = 0; i < 16; i++)
 			T->t[i] = _mm512_load_si512(g_codes.x2 + 32 * i);
