@@ -140,17 +140,17 @@ IQ_AI float iq1m_row(const uint8_t *w, const uint8_t *x, int64_t k)
 		     xq += STRATA_QK_K) {
 		const __m512i S16 = scales16(IQ_1M, w);
 		__m512i s = _mm512_setzero_si512();
-		uint16_t idx[32];
+		__m256i idx[2];
 		uint32_t dneg;
 
 		iq1m_indices(w, idx, &dneg);
 		_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-			const uint16_t *e = idx + 8 * c;
-			const __m512i g = _mm512_set_epi64(
-				(long long)strata_iq1s_grid[e[7]], (long long)strata_iq1s_grid[e[6]],
-				(long long)strata_iq1s_grid[e[5]], (long long)strata_iq1s_grid[e[4]],
-				(long long)strata_iq1s_grid[e[3]], (long long)strata_iq1s_grid[e[2]],
-				(long long)strata_iq1s_grid[e[1]], (long long)strata_iq1s_grid[e[0]]);
+			const uint64_t e = iq_words4(idx, 2 * c), f = iq_words4(idx, 2 * c + 1);
+			const __m512i g = _mm512_inserti64x4(_mm512_castsi256_si512(iq_grid64(
+				strata_iq1s_grid, (int)(e & 0xffff), (int)(e >> 16 & 0xffff),
+				(int)(e >> 32 & 0xffff), (int)(e >> 48))), iq_grid64(strata_iq1s_grid,
+				(int)(f & 0xffff), (int)(f >> 16 & 0xffff), (int)(f >> 32 & 0xffff),
+				(int)(f >> 48)), 1);
 			/* 8 g (bits carried in from the byte below cleared), +- 1 */
 			const __m512i v = _mm512_add_epi8(
 				_mm512_and_si512(_mm512_slli_epi64(g, 3), _mm512_set1_epi8((char)0xf8)),

@@ -94,7 +94,7 @@ static void codes_init(void)
 #define VB_AI static inline __attribute__((always_inline))
 
 /*
- * The sign masks of IQ3_XXS and IQ2_XS (iq_block_signs' m[8]) with VBMI:
+ * The sign masks of IQ3_XXS and IQ2_XS (iq_block_signs_v's bytes) with VBMI:
  * seven bits per 8 weights, the eighth their parity.  IQ3_XXS's fields sit
  * at bits 0, 7, 14, 21 of each of the 8 words at 66, so one vpmultishiftqb
  * brings all 32 to bytes; IQ2_XS's are the top 7 bits of its 32 index words.
@@ -153,7 +153,7 @@ VB_AI void vtab_load(enum iq_kind kind, struct vtab *T)
 }
 
 /* One block unpacked: weights 64 c .. 64 c + 63 as magnitudes g[c], the
- * sign masks (iq_block_signs' m) and the 16 group scales as words. */
+ * sign masks (iq_block_signs_v's bytes) and the 16 group scales as words. */
 struct vblk {
 	__m512i g[4], S16;
 	uint32_t m[8];
@@ -196,7 +196,7 @@ VB_AI void block4(enum iq_kind kind, const struct vtab *T, const uint8_t *w,
 	if (kind == IQ_3XXS)
 		signs_vbmi(IQ_3XXS, w, I, o->m);
 	else
-		iq_block_signs(kind, w, o->m);
+		_mm256_storeu_si256((__m256i *)o->m, iq_block_signs_v(kind, w));
 	o->S16 = scales16(kind, w);
 	_Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
 		/* qword q: bytes 0, 1 from entry 16 c + 2 q's cl, ch (ch is

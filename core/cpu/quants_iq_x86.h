@@ -63,31 +63,47 @@ IQ_AI uint64_t iq_rd64(const uint8_t *p)
 	return v;
 }
 
-/* Eight 4-value grid entries (scalar loads: faster than vpgatherdd on
- * the cores we measured, and no worse elsewhere). */
+/*
+ * Eight 4-value grid entries.  Each is broadcast from memory (a load-port
+ * op, no shuffle) and vpblendd (any vector ALU) puts it in its lane: the
+ * vmovd/vpinsrd/vinserti128 build this replaces spent 7 shuffle-port ops
+ * per 32 weights, and the shuffle ports bound the one-token rows.  Scalar
+ * loads of this kind beat vpgatherdd on the cores we measured.
+ */
+IQ_AI __m256i iq_bcast32(const uint32_t *p)
+{
+	__m256i v;
+
+	/* asm: the compiler would fold the blends below back into inserts */
+	__asm__("vpbroadcastd %1, %0" : "=x"(v) : "m"(*p));
+	return v;
+}
+
 IQ_AI __m256i iq_grid32(const uint32_t *grid, int i0, int i1, int i2, int i3,
 			int i4, int i5, int i6, int i7)
 {
-	return _mm256_setr_epi32((int)grid[i0], (int)grid[i1], (int)grid[i2],
-				 (int)grid[i3], (int)grid[i4], (int)grid[i5],
-				 (int)grid[i6], (int)grid[i7]);
+	const __m256i a = _mm256_blend_epi32(iq_bcast32(grid + i0), iq_bcast32(grid + i1), 0x02);
+	const __m256i b = _mm256_blend_epi32(iq_bcast32(grid + i2), iq_bcast32(grid + i3), 0x08);
+	const __m256i c = _mm256_blend_epi32(iq_bcast32(grid + i4), iq_bcast32(grid + i5), 0x20);
+	const __m256i d = _mm256_blend_epi32(iq_bcast32(grid + i6), iq_bcast32(grid + i7), 0x80);
+
+	return _mm256_blend_epi32(_mm256_blend_epi32(a, b, 0x0c), _mm256_blend_epi32(c, d, 0xc0), 0xf0);
 }
 
-/* Negate the bytes of g whose bit is set in m (bit i for byte i). */
-IQ_AI __m256i iq_signs(__m256i g, uint32_t m)
+/* Four 8-value grid entries, as iq_grid32. */
+IQ_AI __m256i iq_bcast64(const uint64_t *p)
 {
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
-	return _mm256_mask_sub_epi8(g, (__mmask32)m, _mm256_setzero_si256(), g);
-#else
-	const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
-					      1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
-					      3, 3, 3, 3, 3, 3, 3, 3);
-	const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-	__m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), shuf);
+	__m256i v;
 
-	s = _mm256_cmpeq_epi8(_mm256_and_si256(s, bits), bits);
-	return _mm256_sub_epi8(_mm256_xor_si256(g, s), s);
-#endif
+	__asm__("vpbroadcastq %1, %0" : "=x"(v) : "m"(*p));
+	return v;
+}
+
+IQ_AI __m256i iq_grid64(const uint64_t *grid, int i0, int i1, int i2, int i3)
+{
+	return _mm256_blend_epi32(_mm256_blend_epi32(iq_bcast64(grid + i0), iq_bcast64(grid + i1), 0x0c),
+				  _mm256_blend_epi32(iq_bcast64(grid + i2), iq_bcast64(grid + i3), 0xc0),
+				  0xf0);
 }
 
 /* Two 4-bit scales per byte (IQ2_XS, IQ2_S): groups 2i, 2i+1 from byte i;
@@ -183,6 +199,16 @@ IQ_AI __m128i iq_scales(enum iq_kind kind, const uint8_t *p)
 	return _mm_add_epi8(_mm_add_epi8(s, s), one);
 }
 
+/* fp16 to float: F16C where the level has it (both x86 levels do). */
+IQ_AI float iq_h2f(uint16_t h)
+{
+#if defined(__F16C__)
+	return _cvtsh_ss(h);
+#else
+	return strata_fp16_to_f32(h);
+#endif
+}
+
 /* The block's float scale times the type's power of two (quants_iq.h). */
 IQ_AI float iq_dscale(enum iq_kind kind, const uint8_t *p)
 {
@@ -190,27 +216,24 @@ IQ_AI float iq_dscale(enum iq_kind kind, const uint8_t *p)
 
 	switch (kind) {
 	case IQ_3XXS:
-		return strata_fp16_to_f32(iq_rd16(p)) * 0.25f;
+		return iq_h2f(iq_rd16(p)) * 0.25f;
 	case IQ_3S:
-		return strata_fp16_to_f32(iq_rd16(p));
+		return iq_h2f(iq_rd16(p));
 	case IQ_1M:
-		return strata_fp16_to_f32((uint16_t)((iq_rd16(sc) >> 12) |
+		return iq_h2f((uint16_t)((iq_rd16(sc) >> 12) |
 			((iq_rd16(sc + 2) >> 8) & 0x00f0) |
 			((iq_rd16(sc + 4) >> 4) & 0x0f00) |
 			(iq_rd16(sc + 6) & 0xf000))) * 0.125f;
 	default:
-		return strata_fp16_to_f32(iq_rd16(p)) * 0.125f;
+		return iq_h2f(iq_rd16(p)) * 0.125f;
 	}
 }
 
 /*
- * The sign masks of a block's eight 32-weight parts: bit i of m[h] set when
- * weight 32 h + i is negative.  IQ2_XS and IQ3_XXS store seven bits per 8
- * weights, the eighth being their parity: made here for the whole block in
- * vectors (the parity of a 7-bit field is a 16-entry shuffle of the XOR of
- * its halves, as ik_llama.cpp does it) instead of a table lookup per 8
- * weights (IQ2_XS decode: 53 -> 93 tok/s on bench-qwen3moe, 2 threads).
- * IQ1_M has no sign bits (m = 0).
+ * IQ2_XS and IQ3_XXS store seven sign bits per 8 weights, the eighth being
+ * their parity: the parity of a 7-bit field is a 16-entry shuffle of the
+ * XOR of its halves (as ik_llama.cpp does it), for every byte of f at once
+ * (fields in bits 0-6, bit 7 clear); returns f with the parity as bit 7.
  */
 IQ_AI __m256i iq_parity7(__m256i f)
 {
@@ -218,48 +241,86 @@ IQ_AI __m256i iq_parity7(__m256i f)
 					     0, -128, -128, 0, 0, -128, -128, 0, -128, 0, 0, -128,
 					     -128, 0, 0, -128, 0, -128, -128, 0);
 
-	/* f: 7-bit fields in the low byte of each lane, the rest zero */
 	return _mm256_or_si256(f, _mm256_shuffle_epi8(par, _mm256_and_si256(
-		_mm256_xor_si256(f, _mm256_srli_epi16(f, 4)), _mm256_set1_epi16(15))));
-}
-
-IQ_AI void iq_block_signs(enum iq_kind kind, const uint8_t *p, uint32_t m[8])
-{
-	switch (kind) {
-	case IQ_2XS: /* 32 uint16: 9-bit grid index, 7 sign bits */
-		_Pragma("GCC unroll 2") for (int half = 0; half < 2; half++) {
-			const __m256i v = _mm256_loadu_si256((const __m256i *)(p + 2 + 32 * half));
-			const __m256i sg = iq_parity7(_mm256_srli_epi16(v, 9));
-
-			_mm_storeu_si128((__m128i *)(m + 4 * half),
-					 _mm_packus_epi16(_mm256_castsi256_si128(sg),
-							  _mm256_extracti128_si256(sg, 1)));
-		}
-		return;
-	case IQ_3XXS: { /* 8 uint32: four 7-bit fields, a 4-bit scale */
-		const __m256i sw = _mm256_loadu_si256((const __m256i *)(p + 66));
-		__m256i v = _mm256_setzero_si256();
-
-		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-			v = _mm256_or_si256(v, _mm256_slli_epi32(iq_parity7(_mm256_and_si256(
-				_mm256_srli_epi32(sw, 7 * i), _mm256_set1_epi32(127))), 8 * i));
-		_mm256_storeu_si256((__m256i *)m, v);
-		return;
-	}
-	case IQ_2S:
-		memcpy(m, p + 34, 32);
-		return;
-	case IQ_3S:
-		memcpy(m, p + 74, 32);
-		return;
-	case IQ_1M:
-		memset(m, 0, 32);
-		return;
-	}
+		_mm256_xor_si256(f, _mm256_srli_epi16(f, 4)), _mm256_set1_epi8(15))));
 }
 
 /*
- * Weights 32 h .. 32 h + 31 of a block: their magnitudes (iq_block_signs
+ * A block's sign masks in one register: bit i of byte 4 h + k set when
+ * weight 32 h + 8 k + i is negative (IQ1_M has no sign bits: zero).  Made
+ * for the whole block in vectors and read per 32 weights by iq_signs_h
+ * straight from the register: IQ3_XXS's four fields of a word go to its
+ * four bytes first, so one parity pass serves them all (a pass per field,
+ * and the masks stored and loaded back per 32 weights, had taken a sixth
+ * of the AVX2 row).
+ */
+IQ_AI __m256i iq_block_signs_v(enum iq_kind kind, const uint8_t *p)
+{
+	switch (kind) {
+	case IQ_2XS: {
+		const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 2));
+		const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 34));
+
+		/* packus works per lane: quarters come out as m0 m2 m1 m3 */
+		return _mm256_permute4x64_epi64(_mm256_packus_epi16(
+			iq_parity7(_mm256_srli_epi16(v0, 9)),
+			iq_parity7(_mm256_srli_epi16(v1, 9))), 0xd8); /* high bytes 0 */
+	}
+	case IQ_3XXS: { /* field i (bits 7 i ..) to byte i, then one parity pass */
+		const __m256i sw = _mm256_loadu_si256((const __m256i *)(p + 66));
+		const __m256i f = _mm256_or_si256(
+			_mm256_or_si256(_mm256_and_si256(sw, _mm256_set1_epi32(0x7f)),
+					_mm256_and_si256(_mm256_slli_epi32(sw, 1), _mm256_set1_epi32(0x7f00))),
+			_mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(sw, 2), _mm256_set1_epi32(0x7f0000)),
+					_mm256_and_si256(_mm256_slli_epi32(sw, 3), _mm256_set1_epi32(0x7f000000))));
+
+		return iq_parity7(f);
+	}
+	case IQ_2S:
+		return _mm256_loadu_si256((const __m256i *)(p + 34));
+	case IQ_3S:
+		return _mm256_loadu_si256((const __m256i *)(p + 74));
+	default:
+		return _mm256_setzero_si256();
+	}
+}
+
+/* The 128-bit lane of iq_block_signs_v's V that half h reads, in both lanes. */
+IQ_AI __m256i iq_signs_lane(__m256i V, int h)
+{
+	return h < 4 ? _mm256_permute2x128_si256(V, V, 0x00) : _mm256_permute2x128_si256(V, V, 0x11);
+}
+
+/* Negate the bytes of v whose weight in half h is negative (L: iq_signs_lane). */
+IQ_AI __m256i iq_signs_h(__m256i v, __m256i L, int h)
+{
+	const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	const __m256i s = _mm256_shuffle_epi8(L, _mm256_add_epi8(_mm256_setr_epi8(
+		0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+		2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), _mm256_set1_epi8((char)(4 * (h & 3)))));
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+	return _mm256_mask_sub_epi8(v, _mm256_test_epi8_mask(s, bits), _mm256_setzero_si256(), v);
+#else
+	const __m256i n = _mm256_cmpeq_epi8(_mm256_and_si256(s, bits), bits);
+
+	return _mm256_sub_epi8(_mm256_xor_si256(v, n), n);
+#endif
+}
+
+/* Half h's pair scales (word lanes 0-7: group 2 h, 8-15: group 2 h + 1)
+ * from T, iq_signs_lane of the 16 group scales as words. */
+IQ_AI __m256i iq_pair_scales(__m256i T, int h)
+{
+	const int b = 4 * (h & 3);
+
+	return _mm256_shuffle_epi8(T, _mm256_setr_epi8(
+		b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1,
+		b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3,
+		b + 2, b + 3, b + 2, b + 3, b + 2, b + 3, b + 2, b + 3));
+}
+
+/*
+ * Weights 32 h .. 32 h + 31 of a block: their magnitudes (iq_block_signs_v
  * says which are negative).  IQ3_S and IQ1_M: iq3s_half and iq1m_half.
  */
 IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
@@ -268,16 +329,12 @@ IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
 	int qh;
 
 	switch (kind) {
-	case IQ_2XS: {
-		uint16_t v0, v1, v2, v3;
+	case IQ_2XS: { /* four 9-bit indices in the low bits of four words */
+		uint64_t e = iq_rd64(p + 2 + 8 * h);
 
-		q = p + 2 + 8 * h;
-		v0 = iq_rd16(q), v1 = iq_rd16(q + 2);
-		v2 = iq_rd16(q + 4), v3 = iq_rd16(q + 6);
-		return _mm256_setr_epi64x((long long)strata_iq2xs_grid[v0 & 511],
-					  (long long)strata_iq2xs_grid[v1 & 511],
-					  (long long)strata_iq2xs_grid[v2 & 511],
-					  (long long)strata_iq2xs_grid[v3 & 511]);
+		__asm__("" : "+r"(e)); /* one load, taken apart in registers */
+		return iq_grid64(strata_iq2xs_grid, (int)(e & 511), (int)(e >> 16 & 511),
+				 (int)(e >> 32 & 511), (int)(e >> 48 & 511));
 	}
 	case IQ_2S:
 		q = p + 2 + 4 * h;
@@ -287,13 +344,17 @@ IQ_AI __m256i iq_half(enum iq_kind kind, const uint8_t *p, int h)
 			(long long)strata_iq2s_grid[q[1] | (qh & 12) << 6],
 			(long long)strata_iq2s_grid[q[2] | (qh & 48) << 4],
 			(long long)strata_iq2s_grid[q[3] | (qh & 192) << 2]);
-	case IQ_3XXS:
-		q = p + 2 + 8 * h;
-		return iq_grid32(strata_iq3xxs_grid, q[0], q[1], q[2], q[3], q[4],
-				 q[5], q[6], q[7]);
-	case IQ_3S: /* iq3s_half, from iq3s_indices */
-		break;
-	case IQ_1M: /* iq1m_half, from iq1m_indices */
+	case IQ_3XXS: {
+		/* one load for the 8 indices, taken apart in registers: 8 byte
+		 * loads were half the loads of a row, and loads bound it */
+		uint64_t e = iq_rd64(p + 2 + 8 * h);
+
+		__asm__("" : "+r"(e));
+		return iq_grid32(strata_iq3xxs_grid, (int)(e & 255), (int)(e >> 8 & 255),
+				 (int)(e >> 16 & 255), (int)(e >> 24 & 255), (int)(e >> 32 & 255),
+				 (int)(e >> 40 & 255), (int)(e >> 48 & 255), (int)(e >> 56));
+	}
+	default: /* IQ3_S, IQ1_M: iq_half_ix */
 		break;
 	}
 	return _mm256_setzero_si256();
@@ -348,10 +409,12 @@ int strata_iq_decode_vbmi(enum iq_kind kind, const uint8_t *w, int n, struct iq_
 
 /*
  * IQ3_S's 64 grid indices of a block, 9 bits each (the qs byte, and bit 8
- * from qh: bit e of the qh bytes read as words), made in vectors: the
- * per-entry shifts and masks of iq_half cost more than its loads.
+ * from qh: bit e of the qh bytes read as words), made in vectors and kept
+ * there (v[i]: entries 16 i .. 16 i + 15 as words): the per-entry shifts
+ * and masks cost more than the loads, and word loads of the indices stored
+ * to memory bound the row (IQ3_S 11 -> 13 GMAC/s a core at AVX2, Zen 5).
  */
-IQ_AI void iq3s_indices(const uint8_t *p, uint16_t idx[64])
+IQ_AI void iq3s_indices(const uint8_t *p, __m256i v[4])
 {
 	const __m256i bit = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024,
 					      2048, 4096, 8192, 16384, -32768);
@@ -360,26 +423,42 @@ IQ_AI void iq3s_indices(const uint8_t *p, uint16_t idx[64])
 		const __m256i hb = _mm256_and_si256(_mm256_set1_epi16((short)iq_rd16(p + 66 + 2 * i)),
 						    bit);
 
-		_mm256_storeu_si256((__m256i *)(idx + 16 * i), _mm256_or_si256(
+		v[i] = _mm256_or_si256(
 			_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 2 + 16 * i))),
-			_mm256_and_si256(_mm256_cmpeq_epi16(hb, bit), _mm256_set1_epi16(256))));
+			_mm256_and_si256(_mm256_cmpeq_epi16(hb, bit), _mm256_set1_epi16(256)));
 	}
 }
 
 /* Weights 32 h .. 32 h + 31 of an IQ3_S block from its indices. */
-IQ_AI __m256i iq3s_half(const uint16_t *idx, int h)
+IQ_AI __m256i iq3s_half(const __m256i v[4], int h)
 {
-	const uint16_t *e = idx + 8 * h;
+	const __m128i w = h & 1 ? _mm256_extracti128_si256(v[h >> 1], 1)
+				: _mm256_castsi256_si128(v[h >> 1]);
+	const uint64_t a = (uint64_t)_mm_cvtsi128_si64(w);
+	const uint64_t b = (uint64_t)_mm_extract_epi64(w, 1);
 
-	return iq_grid32(strata_iq3s_grid, e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
+	return iq_grid32(strata_iq3s_grid, (int)(a & 0xffff), (int)(a >> 16 & 0xffff),
+			 (int)(a >> 32 & 0xffff), (int)(a >> 48), (int)(b & 0xffff),
+			 (int)(b >> 16 & 0xffff), (int)(b >> 32 & 0xffff), (int)(b >> 48));
+}
+
+/* Words 4 q .. 4 q + 3 of the index vectors v (16 words each) as one qword. */
+IQ_AI uint64_t iq_words4(const __m256i *v, int q)
+{
+	const __m128i l = q & 2 ? _mm256_extracti128_si256(v[q >> 2], 1)
+				: _mm256_castsi256_si128(v[q >> 2]);
+
+	return (uint64_t)(q & 1 ? _mm_extract_epi64(l, 1) : _mm_cvtsi128_si64(l));
 }
 
 /*
  * IQ1_M's 32 11-bit grid indices of a block (the qs byte, 3 bits from the
  * entry's qh nibble: byte e / 2, the low one for even e) and their delta
- * signs (bit e of *dneg: the nibble's bit 3, delta -1), made in vectors.
+ * signs (bit e of *dneg: the nibble's bit 3, delta -1), made in vectors and
+ * kept there (v[i]: entries 16 i .. 16 i + 15 as words; iq3s_indices says
+ * why).
  */
-IQ_AI void iq1m_indices(const uint8_t *p, uint16_t idx[32], uint32_t *dneg)
+IQ_AI void iq1m_indices(const uint8_t *p, __m256i v[2], uint32_t *dneg)
 {
 	const __m128i m15 = _mm_set1_epi8(15);
 	const __m128i qh = _mm_loadu_si128((const __m128i *)(p + 32));
@@ -389,23 +468,21 @@ IQ_AI void iq1m_indices(const uint8_t *p, uint16_t idx[32], uint32_t *dneg)
 
 	*dneg = (uint32_t)_mm_movemask_epi8(_mm_slli_epi16(n0, 4)) |
 		(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(n1, 4)) << 16;
-	_mm256_storeu_si256((__m256i *)idx, _mm256_or_si256(
+	v[0] = _mm256_or_si256(
 		_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)),
-		_mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(n0, _mm_set1_epi8(7))), 8)));
-	_mm256_storeu_si256((__m256i *)(idx + 16), _mm256_or_si256(
+		_mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(n0, _mm_set1_epi8(7))), 8));
+	v[1] = _mm256_or_si256(
 		_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 16))),
-		_mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(n1, _mm_set1_epi8(7))), 8)));
+		_mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(n1, _mm_set1_epi8(7))), 8));
 }
 
 /* Weights 32 h .. 32 h + 31 of an IQ1_M block, signed: 8 grid +- 1. */
-IQ_AI __m256i iq1m_half(const uint16_t *idx, uint32_t dneg, int h)
+IQ_AI __m256i iq1m_half(const __m256i v[2], uint32_t dneg, int h)
 {
 	const __m256i bit = _mm256_setr_epi64x(1, 2, 4, 8);
-	const uint16_t *e = idx + 4 * h;
-	__m256i g = _mm256_setr_epi64x((long long)strata_iq1s_grid[e[0]],
-				       (long long)strata_iq1s_grid[e[1]],
-				       (long long)strata_iq1s_grid[e[2]],
-				       (long long)strata_iq1s_grid[e[3]]);
+	const uint64_t e = iq_words4(v, h);
+	__m256i g = iq_grid64(strata_iq1s_grid, (int)(e & 0xffff), (int)(e >> 16 & 0xffff),
+			      (int)(e >> 32 & 0xffff), (int)(e >> 48));
 	/* -1 for the entries whose delta bit is set, else +1 */
 	const __m256i dm = _mm256_set1_epi64x((long long)((dneg >> 4 * h) & 15));
 	const __m256i delta = _mm256_or_si256(_mm256_cmpeq_epi64(_mm256_and_si256(dm, bit), bit),
@@ -418,24 +495,24 @@ IQ_AI __m256i iq1m_half(const uint16_t *idx, uint32_t dneg, int h)
 
 /* A block's grid indices where its kind makes them in vectors first. */
 struct iq_idx {
-	uint16_t e[64];
+	__m256i v[4]; /* IQ3_S: 4, IQ1_M: 2 */
 	uint32_t dneg;
 };
 
 IQ_AI void iq_indices(enum iq_kind kind, const uint8_t *p, struct iq_idx *ix)
 {
 	if (kind == IQ_3S)
-		iq3s_indices(p, ix->e);
+		iq3s_indices(p, ix->v);
 	else if (kind == IQ_1M)
-		iq1m_indices(p, ix->e, &ix->dneg);
+		iq1m_indices(p, ix->v, &ix->dneg);
 }
 
 IQ_AI __m256i iq_half_ix(enum iq_kind kind, const uint8_t *p, const struct iq_idx *ix, int h)
 {
 	if (kind == IQ_3S)
-		return iq3s_half(ix->e, h);
+		return iq3s_half(ix->v, h);
 	if (kind == IQ_1M)
-		return iq1m_half(ix->e, ix->dneg, h);
+		return iq1m_half(ix->v, ix->dneg, h);
 	return iq_half(kind, p, h);
 }
 
@@ -443,17 +520,16 @@ IQ_AI __m256i iq_half_ix(enum iq_kind kind, const uint8_t *p, const struct iq_id
 IQ_AI void iq_decode(enum iq_kind kind, const uint8_t *p, struct iq_dec *o)
 {
 	const __m128i S = iq_scales(kind, p);
+	const __m256i V = iq_block_signs_v(kind, p);
+	const __m256i L0 = iq_signs_lane(V, 0), L1 = iq_signs_lane(V, 4);
 	__m256i cv = _mm256_setzero_si256();
-	uint32_t m[8];
-
 	struct iq_idx ix;
 
-	iq_block_signs(kind, p, m);
 	iq_indices(kind, p, &ix);
-	for (int h = 0; h < 8; h++) {
+	_Pragma("GCC unroll 8") for (int h = 0; h < 8; h++) {
 		__m256i g = iq_half_ix(kind, p, &ix, h);
 
-		iq_put(o, h, kind == IQ_1M ? g : iq_signs(g, m[h]), S, &cv);
+		iq_put(o, h, kind == IQ_1M ? g : iq_signs_h(g, h < 4 ? L0 : L1, h), S, &cv);
 	}
 	iq_finish(o, cv, iq_dscale(kind, p));
 }
@@ -470,32 +546,31 @@ IQ_AI float iq_dot_row(enum iq_kind kind, const uint8_t *w, const uint8_t *x,
 	const int8_t *xq = STRATA_Q8K_QS(x);
 	const float *xd = STRATA_Q8K_D(x, k);
 	const size_t bytes = iq_block_bytes[kind];
-	const __m128i pick = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
-					   1, 1, 1, 1);
 	__m256 acc = _mm256_setzero_ps();
 	__m128 r;
 
 	for (int64_t b = 0; b < k / STRATA_QK_K; b++, w += bytes, xq += STRATA_QK_K) {
-		const __m128i S = iq_scales(kind, w);
+		/* the 16 group scales as words; half h reads words 2 h, 2 h + 1 */
+		const __m256i S16 = _mm256_cvtepu8_epi16(iq_scales(kind, w));
+		const __m256i S0 = iq_signs_lane(S16, 0), S1 = iq_signs_lane(S16, 4);
 		__m256i s = _mm256_setzero_si256();
-		/* half h's pair scales: bytes 2 h and 2 h + 1 of S, eight lanes each */
-		__m128i sel = pick;
-		uint32_t m[8];
+		const __m256i V = iq_block_signs_v(kind, w);
+		const __m256i L0 = iq_signs_lane(V, 0), L1 = iq_signs_lane(V, 4);
 		struct iq_idx ix;
 
-		iq_block_signs(kind, w, m);
 		iq_indices(kind, w, &ix);
-		for (int h = 0; h < 8; h++, sel = _mm_add_epi8(sel, _mm_set1_epi8(2))) {
+		_Pragma("GCC unroll 8")
+		for (int h = 0; h < 8; h++) {
 			__m256i g = iq_half_ix(kind, w, &ix, h);
 			__m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
-			__m256i sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(S, sel));
+			__m256i sc = iq_pair_scales(h < 4 ? S0 : S1, h);
 			__m256i pr;
 
 			if (kind == IQ_1M)
 				pr = _mm256_maddubs_epi16(_mm256_sign_epi8(g, g),
 							  _mm256_sign_epi8(xv, g));
 			else
-				pr = _mm256_maddubs_epi16(g, iq_signs(xv, m[h]));
+				pr = _mm256_maddubs_epi16(g, iq_signs_h(xv, h < 4 ? L0 : L1, h));
 			s = _mm256_add_epi32(s, _mm256_madd_epi16(pr, sc));
 		}
 		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
