@@ -301,9 +301,10 @@ IQ_AI __m256i iq_signs_h(__m256i v, __m256i L, int h)
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
 	return _mm256_mask_sub_epi8(v, _mm256_test_epi8_mask(s, bits), _mm256_setzero_si256(), v);
 #else
-	const __m256i n = _mm256_cmpeq_epi8(_mm256_and_si256(s, bits), bits);
-
-	return _mm256_sub_epi8(_mm256_xor_si256(v, n), n);
+	/* 0x7f where the bit is clear, 0x80 .. 0xff where it is set: never
+	 * zero, negative just where v's byte is to be negated */
+	return _mm256_sign_epi8(v, _mm256_add_epi8(_mm256_and_si256(s, bits),
+						   _mm256_set1_epi8(0x7f)));
 #endif
 }
 
