@@ -66,9 +66,11 @@ IQ_AI uint64_t iq_rd64(const uint8_t *p)
 /*
  * Eight 4-value grid entries.  Each is broadcast from memory (a load-port
  * op, no shuffle) and vpblendd (any vector ALU) puts it in its lane: the
- * vmovd/vpinsrd/vinserti128 build this replaces spent 7 shuffle-port ops
- * per 32 weights, and the shuffle ports bound the one-token rows.  Scalar
- * loads of this kind beat vpgatherdd on the cores we measured.
+ * vmovd/vpinsrd/vinserti128 build spent 7 shuffle-port ops per 32 weights,
+ * which the sign and scale shuffles need (alone it measured even on Zen 5;
+ * with the register-held indices, masks and scales below, the AVX2 IQ3_XXS
+ * row went 13.8 -> 15.7 GMAC/s a core).  Scalar loads of this kind beat
+ * vpgatherdd on the cores we measured (Zen 5: 15.5 against 10.8).
  */
 IQ_AI __m256i iq_bcast32(const uint32_t *p)
 {
@@ -249,10 +251,9 @@ IQ_AI __m256i iq_parity7(__m256i f)
  * A block's sign masks in one register: bit i of byte 4 h + k set when
  * weight 32 h + 8 k + i is negative (IQ1_M has no sign bits: zero).  Made
  * for the whole block in vectors and read per 32 weights by iq_signs_h
- * straight from the register: IQ3_XXS's four fields of a word go to its
- * four bytes first, so one parity pass serves them all (a pass per field,
- * and the masks stored and loaded back per 32 weights, had taken a sixth
- * of the AVX2 row).
+ * straight from the register (they went through memory before: AVX2
+ * IQ3_XXS row 13.6 -> 14.1 GMAC/s); IQ3_XXS's four fields of a word go to
+ * its four bytes first, so one parity pass serves them all, not one a field.
  */
 IQ_AI __m256i iq_block_signs_v(enum iq_kind kind, const uint8_t *p)
 {
