@@ -1,15 +1,17 @@
 /*
- * check_repack.c - Q8_0, Q4_K and Q6_K weights repacked at load (kernels.h:
- * strata_mat_repack, core/cpu/q8_0_r16.*, q4_k_r16.*, q6_k_r16.*): at each SIMD level
- * (check_repack, .avx2, .avx512) every Q8_0 product over the repacked bytes
- * is bit-equal to the same product over the GGUF rows, for one token,
- * batches, several chunks of blocks, a pool and the gathered rows of
- * strata_matmul_many; every Q4_K and Q6_K product is bit-equal to the AVX2 level's
- * over the GGUF rows (the order q4_k_r16.h documents for every level) and
- * close to the exact dot product; rows read back the same; a model's
- * context interleaves its weights at load and computes the same logits as
- * without (the K-quants at AVX-512: to the last bits); and what cannot be repacked
- * says so.
+ * check_repack.c - Q8_0, Q4_K, Q6_K and IQ4_NL weights repacked at load
+ * (kernels.h: strata_mat_repack, core/cpu/q8_0_r16.*, q4_k_r16.*, q6_k_r16.*,
+ * iq4_nl_r16.*): at each SIMD level (check_repack, .avx2, .avx512) every
+ * Q8_0 product over the repacked bytes is bit-equal to the same product over
+ * the GGUF rows, for one token, batches, several chunks of blocks, a pool and
+ * the gathered rows of strata_matmul_many; every Q4_K and Q6_K product is
+ * bit-equal to the AVX2 level's over the GGUF rows (the order q4_k_r16.h
+ * documents for every level) and close to the exact dot product; every
+ * IQ4_NL product is bit-equal to the scalar level's over the repacked bytes
+ * (iq4_nl_r16.h's order) and close to the exact dot and to the GGUF rows'
+ * product; rows read back the same; a model's context interleaves its
+ * weights at load and computes the same logits as without (the K-quants at
+ * AVX-512 and IQ4_NL: to the last bits); and what cannot be repacked says so.
  */
 #include <check.h>
 #include <math.h>
@@ -87,6 +89,23 @@ static uint8_t *make_q6_k(int64_t rows, int64_t cols)
 	return w;
 }
 
+/* IQ4_NL rows: every nibble, d over decades. */
+static uint8_t *make_iq4_nl(int64_t rows, int64_t cols)
+{
+	const size_t rb = strata_type_row_bytes(STRATA_TYPE_IQ4_NL, cols);
+	uint8_t *w = aligned_alloc(64, (rb * (size_t)rows + 63) & ~(size_t)63);
+
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t b = 0; b < cols / 32; b++) {
+			uint8_t *blk = w + (size_t)r * rb + (size_t)b * 18;
+
+			strata_store_fp16(blk, ldexpf(frnd(), -(int)(rnd() % 12)));
+			for (int i = 2; i < 18; i++)
+				blk[i] = (uint8_t)rnd();
+		}
+	return w;
+}
+
 /* The types interleaved at load, Q8_0 first (its reference is exact). */
 static const uint32_t g_types[] = { STRATA_TYPE_Q8_0, STRATA_TYPE_Q4_K, STRATA_TYPE_Q6_K };
 
@@ -97,6 +116,8 @@ static uint8_t *make_w(uint32_t type, int64_t rows, int64_t cols)
 		return make_q4_k(rows, cols);
 	case STRATA_TYPE_Q6_K:
 		return make_q6_k(rows, cols);
+	case STRATA_TYPE_IQ4_NL:
+		return make_iq4_nl(rows, cols);
 	default:
 		return make_q8_0(rows, cols);
 	}
@@ -245,6 +266,71 @@ START_TEST(k_products)
 }
 END_TEST
 
+/*
+ * IQ4_NL repacked: at every level, batch and chunking the bits of the
+ * scalar level's product over the repacked bytes (the order iq4_nl_r16.h
+ * gives every level), within the activations' quantisation error of the
+ * exact dot product, and close to the GGUF rows' product at that level.
+ */
+START_TEST(iq4_nl_products)
+{
+	static const int64_t shape[][2] = { { 16, 64 }, { 48, 1024 }, { 32, 64 * 37 } };
+	static const int64_t ntok[] = { 1, 2, 3, 4, 5, 8, 9, 17, 33 };
+	struct strata_pool *pool;
+
+	if ((g_lv = tu_simd_level()) < 0)
+		return;
+	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
+	for (size_t s = 0; s < sizeof(shape) / sizeof(shape[0]); s++) {
+		const int64_t rows = shape[s][0], cols = shape[s][1];
+		uint8_t *w = make_iq4_nl(rows, cols);
+		float *x = make_x(cols, 33);
+		float *y0 = malloc(sizeof(float) * (size_t)(rows * 33));
+		float *y1 = malloc(sizeof(float) * (size_t)(rows * 33));
+		float *yg = malloc(sizeof(float) * (size_t)(rows * 33));
+		struct strata_mat m, r;
+		void *rp;
+
+		ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_IQ4_NL, rows, cols, w), 0);
+		repack(&m, &r, &rp);
+		ck_assert_uint_eq(r.layout, STRATA_LAYOUT_IQ4_NL_R16);
+		for (size_t i = 0; i < sizeof(ntok) / sizeof(ntok[0]); i++)
+			for (int p = 0; p < 2; p++) {
+				struct strata_pool *pl = p ? pool : NULL;
+				const int64_t nt = ntok[i];
+
+				strata_simd_set(STRATA_SIMD_SCALAR);
+				strata_matmul(pl, &r, x, cols, nt, y0, rows);
+				strata_simd_set((enum strata_simd)g_lv);
+				strata_matmul(pl, &r, x, cols, nt, y1, rows);
+				strata_matmul(pl, &m, x, cols, nt, yg, rows);
+				EXPECT(memcmp(y0, y1, sizeof(float) * (size_t)(rows * nt)) == 0,
+				       "%s: IQ4_NL %lld x %lld, %lld tokens%s: repacked differs from "
+				       "the scalar level's", strata_simd_name(g_lv), (long long)rows,
+				       (long long)cols, (long long)nt, p ? ", pool" : "");
+				for (int64_t t = 0; t < nt; t += 3)
+					for (int64_t j = 0; j < rows; j += 3) {
+						double err;
+						const double e = exact_dot(&m, x, j, t, &err);
+						const double v = y1[t * rows + j], g = yg[t * rows + j];
+
+						EXPECT(fabs(v - e) <= err,
+						       "%s: IQ4_NL row %lld token %lld: %g, exact %g (+-%g)",
+						       strata_simd_name(g_lv), (long long)j, (long long)t, v,
+						       e, err);
+						/* float rounding only: far below the int8 bound */
+						EXPECT(fabs(v - g) <= 1e-2 * err,
+						       "%s: IQ4_NL row %lld token %lld: %g, GGUF rows %g",
+						       strata_simd_name(g_lv), (long long)j, (long long)t, v, g);
+					}
+			}
+		free(rp), free(w), free(x), free(y0), free(y1), free(yg);
+	}
+	strata_pool_free(pool);
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
 /* The experts' path: several items, tokens gathered by row index. */
 START_TEST(many_gathered_bit_equal)
 {
@@ -317,22 +403,24 @@ static void run_model(struct strata_model *m, struct strata_pool *pool, int no_r
 }
 
 /*
- * A context copies its weights at load, Q8_0, Q4_K and Q6_K interleaved
- * (at a level with an interleaved kernel; at the scalar level they stay in
- * the mapping), and every logit stays the same bits: at AVX-512 the Q4_K_M
- * model's to the last bits (its GGUF-row kernels for under 20 tokens sum
- * in another order).
+ * A context copies its weights at load, Q8_0, Q4_K, Q6_K and IQ4_NL
+ * interleaved (at a level with an interleaved kernel; at the scalar level
+ * they stay in the mapping), and every logit stays the same bits: at
+ * AVX-512 the Q4_K_M model's to the last bits (its GGUF-row kernels for
+ * under 20 tokens sum in another order), and the IQ4_NL model's at both
+ * vector levels (its GGUF-row kernels sum per lane).
  */
 START_TEST(model_logits_bit_equal)
 {
 	static const char *const files[] = { "models/syn-qwen3moe-d256-q8_0.gguf",
-					      "models/syn-qwen3moe-d256-q4_k_m.gguf" };
+					      "models/syn-qwen3moe-d256-q4_k_m.gguf",
+					      "models/syn-qwen3moe-d256-iq4_nl.gguf" };
 	struct strata_pool *pool;
 
 	if ((g_lv = tu_simd_level()) < 0)
 		return;
 	ck_assert_int_eq(strata_pool_create(2, &pool), 0);
-	for (int f = 0; f < 2; f++) {
+	for (int f = 0; f < 3; f++) {
 		struct strata_placement_stats sa, sb;
 		struct strata_model *m;
 		float *a, *b;
@@ -353,7 +441,7 @@ START_TEST(model_logits_bit_equal)
 		       (unsigned long long)sa.host_copied_bytes,
 		       (unsigned long long)sa.host_weight_bytes);
 		ck_assert_uint_eq(sb.host_copied_bytes, 0);
-		if (f == 1 && g_lv == STRATA_SIMD_AVX512) {
+		if ((f == 1 && g_lv == STRATA_SIMD_AVX512) || (f == 2 && g_lv != STRATA_SIMD_SCALAR)) {
 			double worst = 0;
 
 			for (size_t i = 0; i < n; i++) {
@@ -379,11 +467,13 @@ END_TEST
 /* Row reads (and so dequantisation) see the same values. */
 START_TEST(rows_read_back)
 {
+	static const uint32_t types[] = { STRATA_TYPE_Q8_0, STRATA_TYPE_Q4_K, STRATA_TYPE_Q6_K,
+					  STRATA_TYPE_IQ4_NL };
 	const int64_t rows = 32, cols = 768;
 	float a[768], b[768];
 
-	for (int q = 0; q < (int)(sizeof g_types / sizeof g_types[0]); q++) {
-		const uint32_t type = g_types[q];
+	for (int q = 0; q < (int)(sizeof types / sizeof types[0]); q++) {
+		const uint32_t type = types[q];
 		uint8_t *w = make_w(type, rows, cols);
 		struct strata_mat m, r;
 		void *rp;
@@ -401,8 +491,8 @@ START_TEST(rows_read_back)
 }
 END_TEST
 
-/* Only Q8_0, Q4_K and Q6_K in rows, 16-row groups and (Q8_0) 64-column
- * pairs of blocks, at a level with an interleaved kernel. */
+/* Only Q8_0, Q4_K, Q6_K and IQ4_NL in rows, 16-row groups and (Q8_0,
+ * IQ4_NL) 64-column pairs of blocks, at a level with an interleaved kernel. */
 START_TEST(repackable_rules)
 {
 	static float f[64 * 16];
@@ -431,9 +521,18 @@ START_TEST(repackable_rules)
 	ck_assert_int_eq(strata_mat_repackable(&m), best != STRATA_SIMD_SCALAR);
 	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q5_K, 16, 256, q), 0);
 	ck_assert_int_eq(strata_mat_repackable(&m), 0);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_IQ4_NL, 16, 64, q), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), best != STRATA_SIMD_SCALAR);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_IQ4_NL, 16, 96, q), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), 0);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_IQ4_NL, 24, 64, q), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), 0);
+	ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q4_0, 16, 64, q), 0);
+	ck_assert_int_eq(strata_mat_repackable(&m), 0);
 	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q4_K), STRATA_LAYOUT_Q4_K_R16);
 	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q8_0), STRATA_LAYOUT_Q8_0_R16);
 	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q6_K), STRATA_LAYOUT_Q6_K_R16);
+	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_IQ4_NL), STRATA_LAYOUT_IQ4_NL_R16);
 	ck_assert_uint_eq(strata_layout_r16(STRATA_TYPE_Q5_K), STRATA_LAYOUT_ROWS);
 }
 END_TEST
@@ -447,6 +546,7 @@ int main(void)
 	tcase_set_timeout(simd, 300);
 	tcase_add_test(simd, products_bit_equal);
 	tcase_add_loop_test(simd, k_products, 0, 2);
+	tcase_add_test(simd, iq4_nl_products);
 	tcase_add_test(simd, many_gathered_bit_equal);
 	tcase_add_test(simd, model_logits_bit_equal);
 	suite_add_tcase(s, simd);

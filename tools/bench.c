@@ -187,8 +187,8 @@ static void usage(const char *prog)
 	       "  -C ROWS     qwen4exp: PLE row cache (default 0: every run reads cold from the SSD)\n"
 	       "  -S          qwen4exp: a 'ple io' stats line per chunk\n"
 	       "  -w 0|1      run each test once untimed first (default 1)\n"
-	       "  -L 0|1      copy the weights into huge pages at load, Q8_0, Q4_K and Q6_K interleaved\n"
-	       "              (default 1; 0: compute on the file's mapping)\n",
+	       "  -L 0|1      copy the weights into huge pages at load, Q8_0, Q4_K, Q6_K and IQ4_NL\n"
+	       "              interleaved (default 1; 0: compute on the file's mapping)\n",
 	       prog);
 }
 
@@ -393,7 +393,7 @@ int main(int argc, char **argv)
 		strata_ctx_placement(b.ctx, &st);
 		if (st.host_copied_bytes)
 			printf("load: %.1f MiB of weights copied for the CPU in %.2f s (%.1f MiB of "
-			       "Q8_0, Q4_K and Q6_K interleaved)\n", st.host_copied_bytes / 1048576.0,
+			       "Q8_0, Q4_K, Q6_K and IQ4_NL interleaved)\n", st.host_copied_bytes / 1048576.0,
 			       st.host_copy_s, st.host_repacked_bytes / 1048576.0);
 	}
 	if (b.dev) {

@@ -16,8 +16,8 @@
  * (default 5) over all copies is reported.
  *
  * TYPES default to the types of the shipped packs and the bench models:
- * Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,Q6_K_R16,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,
- * IQ1_M,BF16
+ * Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,Q6_K_R16,IQ4_NL,IQ4_NL_R16,IQ2_XS,
+ * IQ3_XXS,IQ3_S,IQ1_M,BF16
  * (the _R16 ones: interleaved sixteen rows at a time, as a model's CPU
  * weights are at load, kernels.h: strata_mat_repack); TOKENS to 1,8,64; LEVELS to the
  * vector levels this CPU has (scalar only without any).
@@ -55,7 +55,8 @@ static void usage(FILE *f, const char *argv0)
 		"          [-R ROWS] [-K COLS] [-M MIB] [-o CSV]\n"
 		"  -t  threads (default: online CPUs)\n"
 		"  -T  weight types, comma-separated (default Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,\n"
-		"      Q6_K_R16,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16); none: the read loop alone\n"
+		"      Q6_K_R16,IQ4_NL,IQ4_NL_R16,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16); none: the read\n"
+		"      loop alone\n"
 		"  -n  token counts, comma-separated (default 1,8,64)\n"
 		"  -l  SIMD levels, comma-separated: scalar,avx2,avx512 (default: the vector\n"
 		"      levels this CPU has, scalar only without any)\n"
@@ -100,10 +101,11 @@ static int parse_list(const char *s, struct list *l, long (*fn)(const char *))
 	return l->n ? 0 : -EINVAL;
 }
 
-/* Q8_0, Q4_K and Q6_K interleaved at load, in -T: not GGUF types. */
+/* Q8_0, Q4_K, Q6_K and IQ4_NL interleaved at load, in -T: not GGUF types. */
 #define T_Q8_0_R16 1000
 #define T_Q4_K_R16 1001
 #define T_Q6_K_R16 1002
+#define T_IQ4_NL_R16 1003
 
 static long type_of(const char *s)
 {
@@ -115,6 +117,8 @@ static long type_of(const char *s)
 		return T_Q4_K_R16;
 	if (!strcasecmp(s, "Q6_K_R16"))
 		return T_Q6_K_R16;
+	if (!strcasecmp(s, "IQ4_NL_R16"))
+		return T_IQ4_NL_R16;
 	return t >= 0 && strata_type_supported((uint32_t)t) ? t : -1;
 }
 
@@ -247,10 +251,12 @@ struct bench {
 static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 		      const struct list *tokens)
 {
-	const int r16 = type == T_Q8_0_R16 || type == T_Q4_K_R16 || type == T_Q6_K_R16;
+	const int r16 = type == T_Q8_0_R16 || type == T_Q4_K_R16 || type == T_Q6_K_R16 ||
+			type == T_IQ4_NL_R16;
 	const char *name = type == T_Q8_0_R16	? "Q8_0_R16"
 			   : type == T_Q4_K_R16 ? "Q4_K_R16"
 			   : type == T_Q6_K_R16 ? "Q6_K_R16"
+			   : type == T_IQ4_NL_R16 ? "IQ4_NL_R16"
 						: strata_type_name(type);
 	size_t rb, wb, ncopy;
 	uint8_t *w;
@@ -260,11 +266,13 @@ static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 	if (r16)
 		type = type == T_Q8_0_R16   ? STRATA_TYPE_Q8_0
 		       : type == T_Q4_K_R16 ? STRATA_TYPE_Q4_K
+		       : type == T_IQ4_NL_R16 ? STRATA_TYPE_IQ4_NL
 					    : STRATA_TYPE_Q6_K;
 	rb = strata_type_row_bytes(type, b->cols);
 	wb = rb * (size_t)b->rows;
 	ncopy = b->copies_bytes / wb + 1 + r16; /* r16: a spare one to repack from */
-	if (!rb || (type == STRATA_TYPE_Q8_0 && r16 && b->cols % 64)) {
+	if (!rb || ((type == STRATA_TYPE_Q8_0 || type == STRATA_TYPE_IQ4_NL) && r16 &&
+		    b->cols % 64)) {
 		fprintf(stderr, "strata-kbench: %s: %ld columns are not a multiple of its block\n",
 			name, b->cols);
 		return -EINVAL;
@@ -371,8 +379,8 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 
 	b.threads = strata_cpu_count();
-	parse_list("Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,Q6_K_R16,IQ4_NL,IQ2_XS,IQ3_XXS,IQ3_S,IQ1_M,BF16", &types,
-		   type_of);
+	parse_list("Q8_0,Q8_0_R16,Q4_K,Q4_K_R16,Q5_K,Q6_K,Q6_K_R16,IQ4_NL,IQ4_NL_R16,IQ2_XS,"
+		   "IQ3_XXS,IQ3_S,IQ1_M,BF16", &types, type_of);
 	parse_list("1,8,64", &tokens, tokens_of);
 	/* The vector levels this CPU has; the scalar reference only without
 	 * any (it is 10-50 times slower, and a reference, not a product). */

@@ -31,8 +31,8 @@ const struct strata_cfg_key strata_cfg_keys[] = {
 	K("model", "experts", CHOICE, model_experts, 0, 0, 0, "mmap", NULL, "--experts", "mmap|stream",
 	  NULL, "MoE experts mapped from the file, or read on use through [io] into a RAM cache"),
 	K("model", "repack", CHOICE, model_repack, 0, 0, 0, "auto", NULL, "--repack", "auto|off",
-	  NULL, "weights the CPU computes: copied into huge pages at load (Q8_0, Q4_K and Q6_K interleaved) when "
-	  "RAM allows, or read from the file's mapping"),
+	  NULL, "weights the CPU computes: copied into huge pages at load (Q8_0, Q4_K, Q6_K and "
+	  "IQ4_NL interleaved) when RAM allows, or read from the file's mapping"),
 	K("model", "expert_cache", UINT32, expert_cache, 0, UMAX, 0, "0", NULL, "--expert-cache",
 	  "MiB", NULL, "RAM for streamed experts; 0 = half the free memory, at most all experts"),
 

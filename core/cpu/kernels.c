@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "kernels_impl.h"
+#include "iq4_nl_r16.h"
 #include "q4_k_r16.h"
 #include "q6_k_r16.h"
 #include "q8_0_r16.h"
@@ -191,6 +192,8 @@ static strata_mm_fn mm_for(const struct strata_kern_level *lv, const struct stra
 		return lv->q4_k_r16_mm;
 	case STRATA_LAYOUT_Q6_K_R16:
 		return lv->q6_k_r16_mm;
+	case STRATA_LAYOUT_IQ4_NL_R16:
+		return lv->iq4_nl_r16_mm;
 	default:
 		return lv->type[W->type].mm;
 	}
@@ -207,6 +210,8 @@ uint32_t strata_layout_r16(uint32_t type)
 		return STRATA_LAYOUT_Q4_K_R16;
 	case STRATA_TYPE_Q6_K:
 		return STRATA_LAYOUT_Q6_K_R16;
+	case STRATA_TYPE_IQ4_NL:
+		return STRATA_LAYOUT_IQ4_NL_R16;
 	default:
 		return STRATA_LAYOUT_ROWS;
 	}
@@ -217,7 +222,8 @@ int strata_mat_repackable(const struct strata_mat *m)
 	if (strata_layout_r16(m->type) == STRATA_LAYOUT_ROWS || m->layout != STRATA_LAYOUT_ROWS ||
 	    m->rows <= 0 || m->rows % 16 || strata_simd_get() == STRATA_SIMD_SCALAR)
 		return 0;
-	return m->type != STRATA_TYPE_Q8_0 || m->cols % 64 == 0; /* Q8_0: pairs of blocks */
+	/* Q8_0, IQ4_NL: pairs of blocks */
+	return (m->type != STRATA_TYPE_Q8_0 && m->type != STRATA_TYPE_IQ4_NL) || m->cols % 64 == 0;
 }
 
 void strata_mat_repack(const struct strata_mat *m, int64_t g0, int64_t g1, void *dst)
@@ -234,6 +240,8 @@ void strata_mat_repack(const struct strata_mat *m, int64_t g0, int64_t g1, void 
 			strata_q8_0_r16_pack_blocks(w, 0, (int)(m->cols / STRATA_QK8_0), o);
 		else if (m->type == STRATA_TYPE_Q4_K)
 			strata_q4_k_r16_pack(w, m->cols / STRATA_QK_K, o);
+		else if (m->type == STRATA_TYPE_IQ4_NL)
+			strata_iq4_nl_r16_pack(w, m->cols / 32, o);
 		else
 			strata_q6_k_r16_pack(w, m->cols / STRATA_QK_K, o);
 	}
@@ -324,6 +332,10 @@ void strata_mat_get_row(const struct strata_mat *m, int64_t r, float *dst)
 	}
 	if (m->layout == STRATA_LAYOUT_Q6_K_R16) {
 		strata_q6_k_r16_get_row(m, r, dst);
+		return;
+	}
+	if (m->layout == STRATA_LAYOUT_IQ4_NL_R16) {
+		strata_iq4_nl_r16_get_row(m, r, dst);
 		return;
 	}
 	strata_dequant(m->type, (const uint8_t *)m->data + (size_t)r * m->row_bytes,

@@ -42,7 +42,8 @@ enum strata_layout {
 	STRATA_LAYOUT_ROWS = 0,     /* GGUF: row after row */
 	STRATA_LAYOUT_Q8_0_R16 = 1, /* Q8_0, sixteen rows interleaved (strata_mat_repack) */
 	STRATA_LAYOUT_Q4_K_R16 = 2, /* Q4_K, the same */
-	STRATA_LAYOUT_Q6_K_R16 = 3  /* Q6_K, the same */
+	STRATA_LAYOUT_Q6_K_R16 = 3, /* Q6_K, the same */
+	STRATA_LAYOUT_IQ4_NL_R16 = 4 /* IQ4_NL, the same */
 };
 
 struct strata_mat {
@@ -60,17 +61,19 @@ int strata_mat_init(struct strata_mat *m, uint32_t type, int64_t rows,
 		    int64_t cols, const void *data);
 
 /*
- * Repacking at load: Q8_0, Q4_K and Q6_K weights whose rows are a multiple
- * of 16 (Q8_0: and whose columns are a multiple of 64) can be stored
- * sixteen rows interleaved (q8_0_r16.h, q4_k_r16.h, q6_k_r16.h), the
- * layout the AVX2 and AVX-512 kernels otherwise rebuild per call.  Decode
- * then reads one sequential stream per thread and needs no horizontal
- * sums.  The repacked matrix has the same size.  Q8_0 gives the same
- * results, bit for bit, at every SIMD level; Q4_K and Q6_K sum in one order
- * at every level and batch size, the AVX2 level's GGUF-layout order (the
- * AVX-512 level's GGUF-layout kernels for fewer than 20 tokens sum
- * otherwise: the last bits may differ).  The scalar level reads them in
- * place.
+ * Repacking at load: Q8_0, Q4_K, Q6_K and IQ4_NL weights whose rows are a
+ * multiple of 16 (Q8_0 and IQ4_NL: and whose columns are a multiple of 64)
+ * can be stored sixteen rows interleaved (q8_0_r16.h, q4_k_r16.h,
+ * q6_k_r16.h, iq4_nl_r16.h), the layout the AVX2 and AVX-512 kernels
+ * otherwise rebuild per call (IQ4_NL's did not: its rows ran one at a
+ * time).  Decode then reads one sequential stream per thread and needs no
+ * horizontal sums.  The repacked matrix has the same size.  Q8_0 gives the
+ * same results, bit for bit, at every SIMD level; Q4_K and Q6_K sum in one
+ * order at every level and batch size, the AVX2 level's GGUF-layout order
+ * (the AVX-512 level's GGUF-layout kernels for fewer than 20 tokens sum
+ * otherwise: the last bits may differ); IQ4_NL sums in Q8_0's order at
+ * every level, which its GGUF-layout kernels do not (the last bits may
+ * differ).  The scalar level reads them in place.
  *
  * strata_layout_r16() is the layout a type repacks to (STRATA_LAYOUT_ROWS:
  * none).

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "iq4_nl_r16.h"
 #include "q4_k_r16.h"
 #include "q6_k_r16.h"
 #include "q8_0_r16.h"
@@ -476,6 +477,7 @@ const struct strata_kern_level strata_kern_avx512 = {
 	.q8_0_r16_mm = strata_q8_0_r16_mm_avx512,
 	.q4_k_r16_mm = strata_q4_k_r16_mm_avx512,
 	.q6_k_r16_mm = strata_q6_k_r16_mm_avx512,
+	.iq4_nl_r16_mm = strata_iq4_nl_r16_mm_avx512,
 	.act = {
 		[STRATA_ACT_Q8_0] = { q8_row_bytes, q8_quantize, q8_peek },
 		[STRATA_ACT_Q8_K] = { strata_q8k_row_bytes,

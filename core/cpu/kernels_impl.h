@@ -92,6 +92,8 @@ struct strata_kern_level {
 	/* Q4_K and Q6_K weights in their R16 layouts, Q8_K activations */
 	strata_mm_fn q4_k_r16_mm;
 	strata_mm_fn q6_k_r16_mm;
+	/* IQ4_NL weights in STRATA_LAYOUT_IQ4_NL_R16, with type[IQ4_NL]'s activations */
+	strata_mm_fn iq4_nl_r16_mm;
 	float (*dot_f32)(const float *a, const float *b, int64_t n);
 	void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
 	void (*axpby_f32)(float *y, float a, const float *x, float b, int64_t n);

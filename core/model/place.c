@@ -2,7 +2,7 @@
  * place.c - which backend holds each weight, decided once per context.
  *
  * Without a device, the CPU's products are copied into huge pages at load
- * (place_repack: Q8_0, Q4_K and Q6_K interleaved, when RAM allows and opts->no_repack is
+ * (place_repack: Q8_0, Q4_K, Q6_K and IQ4_NL interleaved, when RAM allows and opts->no_repack is
  * 0), everything else is a view of the model's mapping, computed by the CPU
  * backend in place.  With a device, in this order while
  * the budget lasts: its workspace; then layer by layer (the first layers
@@ -470,7 +470,7 @@ none:
 	return 0;
 }
 
-/* ---- the CPU's weights in huge pages, Q8_0, Q4_K and Q6_K interleaved (CPU only) ---------- */
+/* ---- the CPU's weights in huge pages, Q8_0, Q4_K, Q6_K and IQ4_NL interleaved (CPU only) ---- */
 
 #define RP_MAX 4096     /* tensors one context copies at most (else: the rest stay) */
 #define RP_ROWS 2048    /* rows per grab of the counter (a multiple of 16) */
@@ -543,7 +543,7 @@ static void rp_add(struct strata_ctx *c, struct rp_job *j, struct strata_tensor 
 {
 	struct strata_mat *m = &j->m[j->n];
 
-	/* the arena's flag says its Q8_0, Q4_K and Q6_K are interleaved: those that
+	/* the arena's flag says its Q8_0, Q4_K, Q6_K and IQ4_NL are interleaved: those that
 	 * cannot be stay mapped */
 	if (j->n == RP_MAX || !rp_mat(c, t, m) ||
 	    (strata_layout_r16(m->type) != STRATA_LAYOUT_ROWS && !strata_mat_repackable(m)))
@@ -579,7 +579,7 @@ static void rp_collect(struct strata_ctx *c, const struct strata_ctx_opts *o, st
 
 /*
  * Without a device, the CPU's products are copied at load into anonymous
- * memory in huge pages when RAM allows, Q8_0, Q4_K and Q6_K interleaved sixteen rows at a
+ * memory in huge pages when RAM allows, Q8_0, Q4_K, Q6_K and IQ4_NL interleaved sixteen rows at a
  * time on the way (kernels.h: strata_mat_repack): decode streams them with
  * few TLB misses (a file mapping has 4 KiB pages), those as one sequential
  * stream per thread.  The same bytes and results.  The mapping's pages
