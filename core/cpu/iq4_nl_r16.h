@@ -50,6 +50,18 @@ static inline size_t strata_iq4nl_r16_q_off(int64_t b)
 	return (size_t)(b >> 1) * STRATA_IQ4NL_R16_PAIR + 64 + 256 * (size_t)(b & 1);
 }
 
+/* A first pass's look-ahead: block b + dist / 288's values and scales
+ * (the scales once per pair, where the pair starts). */
+static inline void strata_iq4nl_r16_prefetch(const uint8_t *g, int64_t b, size_t dist)
+{
+	const uint8_t *q = g + strata_iq4nl_r16_q_off(b) + dist;
+
+	for (int l = 0; l < 256; l += 64)
+		__builtin_prefetch(q + l, 0, 3);
+	if (!(b & 1))
+		__builtin_prefetch(g + strata_iq4nl_r16_d_off(b) + dist, 0, 3);
+}
+
 /* Sixteen GGUF rows w[j] of nb blocks (nb even) into the group at dst. */
 void strata_iq4_nl_r16_pack(const uint8_t *const w[STRATA_IQ4NL_R16_ROWS], int64_t nb,
 			    uint8_t *dst);

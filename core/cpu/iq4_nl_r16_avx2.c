@@ -75,13 +75,8 @@ AI void tile(int NT, int NH, const struct strata_mm_args *a, const uint8_t *g, i
 		const uint8_t *q = g + strata_iq4nl_r16_q_off(b) + 32 * h0;
 		__m256i s[TT][2];
 
-		if (pf) {
-			UNROLL for (int l = 0; l < 256; l += 64)
-				_mm_prefetch((const char *)q + PF_DIST + l, _MM_HINT_T0);
-			if (!(b & 1))
-				_mm_prefetch((const char *)g + strata_iq4nl_r16_d_off(b) + PF_DIST,
-					     _MM_HINT_T0);
-		}
+		if (pf)
+			strata_iq4nl_r16_prefetch(g, b, PF_DIST);
 		UNROLL for (int u = 0; u < NT; u++)
 			UNROLL for (int hh = 0; hh < NH; hh++)
 				s[u][hh] = _mm256_setzero_si256();

@@ -29,11 +29,6 @@
 #define QK 32
 #define PF_DIST 2304 /* a first pass's prefetch distance: four pairs of blocks */
 
-/* This level's Q8_0 row: corr[k/4] int32, qs[k], d[k/32] float, bsum[k/32] int32. */
-#define X_QS(x, k) ((const int8_t *)(x) + (k))
-#define X_D(x, k) ((const float *)((const uint8_t *)(x) + 2 * (k)))
-#define X_BSUM(x, k) ((const int32_t *)(X_D(x, k) + (k) / QK))
-
 AI __m512i bcast32(const int8_t *p)
 {
 	int32_t v;
@@ -59,9 +54,9 @@ AI void tile(int NT, const struct strata_mm_args *a, const uint8_t *g, int64_t t
 	UNROLL for (int u = 0; u < NT; u++) {
 		const uint8_t *row = a->x + (t0 + u) * a->x_stride;
 
-		xq[u] = X_QS(row, k);
-		xd[u] = X_D(row, k);
-		xs[u] = X_BSUM(row, k);
+		xq[u] = STRATA_Q8_0X_QS(row, k);
+		xd[u] = STRATA_Q8_0X_D(row, k);
+		xs[u] = STRATA_Q8_0X_BSUM(row, k);
 		y[u] = _mm512_setzero_ps();
 	}
 	for (int64_t b = 0; b < nb; b++) {
@@ -69,13 +64,8 @@ AI void tile(int NT, const struct strata_mm_args *a, const uint8_t *g, int64_t t
 		__m512i s[TT];
 		__m512 d;
 
-		if (pf) {
-			UNROLL for (int l = 0; l < 256; l += 64)
-				_mm_prefetch((const char *)q + PF_DIST + l, _MM_HINT_T0);
-			if (!(b & 1))
-				_mm_prefetch((const char *)g + strata_iq4nl_r16_d_off(b) + PF_DIST,
-					     _MM_HINT_T0);
-		}
+		if (pf)
+			strata_iq4nl_r16_prefetch(g, b, PF_DIST);
 		UNROLL for (int u = 0; u < NT; u++)
 			s[u] = _mm512_set1_epi32(xs[u][b]);
 		UNROLL for (int c = 0; c < 4; c++) {

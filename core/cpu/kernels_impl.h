@@ -140,6 +140,17 @@ const struct strata_kern_level *strata_kern_level_get(int level);
 	(((size_t)(k) + (size_t)(k) / 8 + (size_t)(k) / 64 + 63) & ~(size_t)63)
 
 /*
+ * The AVX-512 level's Q8_0 activation row (kernels_avx512.c): int32
+ * corr[k/4] (-128 x each group of four q), int8 qs[k], float d[k/32], int32
+ * bsum[k/32] (-128 x each block's q).  The other levels' rows are qs[k],
+ * d[k/32]: this row from STRATA_Q8_0X_QS on reads as theirs.
+ */
+#define STRATA_Q8_0X_QS(row, k) ((const int8_t *)(row) + (k))
+#define STRATA_Q8_0X_D(row, k) ((const float *)((const uint8_t *)(row) + 2 * (k)))
+#define STRATA_Q8_0X_BSUM(row, k) \
+	((const int32_t *)(STRATA_Q8_0X_D(row, k) + (k) / STRATA_QK8_0))
+
+/*
  * Q8_1 activation row for k inputs (k a multiple of 32), 64-byte aligned:
  *   int8_t qs[k];  float d[k/32];  float s[k/32] (s = d * sum of the q)
  */

@@ -39,10 +39,10 @@
 
 static _Thread_local _Alignas(64) uint8_t g_buf[CH / 2 * STRATA_R16_PAIR_BYTES];
 
-/* The activation row's parts (kernels_avx512.c's layout). */
-#define X_QS(x, k) ((const int8_t *)(x) + (k))
-#define X_D(x, k) ((const float *)((const uint8_t *)(x) + 2 * (k)))
-#define X_BSUM(x, k) ((const int32_t *)(X_D(x, k) + (k) / STRATA_QK8_0))
+/* The activation row's parts: kernels_impl.h's STRATA_Q8_0X_*. */
+#define X_QS STRATA_Q8_0X_QS
+#define X_D STRATA_Q8_0X_D
+#define X_BSUM STRATA_Q8_0X_BSUM
 
 /* Blocks [b0, b0 + nb) of the group's rows into g_buf (q8_0_r16.h's
  * layout; strata_q8_0_r16_pack_blocks' bytes). */
