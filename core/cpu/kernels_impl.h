@@ -10,7 +10,8 @@
  * A level whose entry is NULL falls back to the scalar one as a whole
  * (activation layout and kernel), because layouts may differ between levels.
  *
- * Only kernels.c (dispatch) and the tests include this header.
+ * Only kernels.c (dispatch), matmul.c (the driver), the level tables and the
+ * tests include this header.
  */
 #ifndef STRATA_KERNELS_IMPL_H
 #define STRATA_KERNELS_IMPL_H
@@ -118,6 +119,12 @@ void strata_scale_mul_f32_avx2(float *y, const float *x, float s, const float *w
 
 /* Table of a level (NULL when not built for this architecture). */
 const struct strata_kern_level *strata_kern_level_get(int level);
+/* The table that computes `type`: the current level, or scalar where the
+ * current level has no entry. */
+const struct strata_kern_level *strata_kern_level_for(uint32_t type);
+/* The tile kernel for W (its layout) at level lv (strata_kern_level_for(W->type)). */
+struct strata_mat;
+strata_mm_fn strata_kern_mm_for(const struct strata_kern_level *lv, const struct strata_mat *W);
 
 /* Q8_0 weight block: fp16 scale then 32 int8 values (GGUF layout). */
 #define STRATA_Q8_0_BYTES 34

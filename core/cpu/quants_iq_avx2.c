@@ -113,7 +113,7 @@ IQ_AI void mm_iq(enum iq_kind kind, const struct strata_mm_args *a)
 	const int64_t nb = a->k / STRATA_QK_K;
 	const size_t bytes = iq_block_bytes[kind];
 
-	/* A chunk of one token (kernels.c cuts tokens the same way for any
+	/* A chunk of one token (matmul.c cuts tokens the same way for any
 	 * pool, so this choice does not depend on the thread count). */
 	if (a->nt == 1) {
 		for (int64_t r = 0; r < a->nr; r++)

@@ -206,7 +206,7 @@ IQ_AI void mm_iq(enum iq_kind kind, const struct strata_mm_args *a)
 	const size_t bytes = iq_block_bytes[kind];
 	const int vbmi = vbmi_on();
 
-	/* A chunk of one token (kernels.c cuts tokens the same way for any
+	/* A chunk of one token (matmul.c cuts tokens the same way for any
 	 * pool, so this choice does not depend on the thread count). */
 	if (a->nt == 1) {
 		if (vbmi && strata_iq_rows_vbmi(kind, a))
