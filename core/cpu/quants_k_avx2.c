@@ -363,6 +363,7 @@ void strata_q8k_quantize_avx2(const float *x, void *dst, int64_t k)
 	float *ds = (float *)((uint8_t *)dst + k + k / 8);
 	const __m256 sign = _mm256_set1_ps(-0.0f);
 	const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
 
 	for (int64_t b = 0; b < k / QK; b++) {
 		const float *xb = x + b * QK;
@@ -384,31 +385,35 @@ void strata_q8k_quantize_avx2(const float *x, void *dst, int64_t k)
 			continue;
 		}
 		/* the first value of that magnitude decides the sign */
-		for (int i = 0; i < QK; i++)
-			if (fabsf(xb[i]) == amax) {
-				max = xb[i];
+		for (int i = 0; i < QK; i += 8) {
+			const int m = _mm256_movemask_ps(_mm256_cmp_ps(
+				_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + i)), _mm256_set1_ps(amax),
+				_CMP_EQ_OQ));
+
+			if (m) {
+				max = xb[i + __builtin_ctz((unsigned)m)];
 				break;
 			}
+		}
 		is = _mm256_set1_ps(-127.0f / max);
 		for (int i = 0; i < QK; i += 32) {
-			__m256i v[4];
+			__m256i v[4], p, s;
+			int32_t part[8];
 
 			for (int h = 0; h < 4; h++)
 				v[h] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(
 					_mm256_loadu_ps(xb + i + 8 * h), is)), _mm256_set1_epi32(127));
-			_mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(
+			p = _mm256_permutevar8x32_epi32(
 				_mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]),
-						   _mm256_packs_epi32(v[2], v[3])), perm));
-		}
-		for (int j = 0; j < 16; j++) {
-			__m128i s = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(q + 16 * j)));
-
-			s = _mm_add_epi16(s, _mm_cvtepi8_epi16(_mm_loadl_epi64(
-						     (const __m128i *)(q + 16 * j + 8))));
-			s = _mm_hadd_epi16(s, s);
-			s = _mm_hadd_epi16(s, s);
-			s = _mm_hadd_epi16(s, s);
-			bsums[b * 16 + j] = (int16_t)_mm_extract_epi16(s, 0);
+						   _mm256_packs_epi32(v[2], v[3])), perm);
+			_mm256_storeu_si256((__m256i *)(q + i), p);
+			/* sums of two, four, then sixteen: lanes 0 and 4 hold the two groups */
+			s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, p), ones16);
+			s = _mm256_hadd_epi32(s, s);
+			s = _mm256_hadd_epi32(s, s);
+			_mm256_storeu_si256((__m256i *)part, s);
+			bsums[b * 16 + i / 16] = (int16_t)part[0];
+			bsums[b * 16 + i / 16 + 1] = (int16_t)part[4];
 		}
 		ds[b] = 1 / (-127.0f / max);
 	}
