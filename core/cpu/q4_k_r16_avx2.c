@@ -34,35 +34,59 @@
  * for every token first and spills them. */
 #define KEEP(v) __asm__ volatile("" : "+x"(v))
 
-/* A super-block's scales and mins for sixteen rows, one byte per row. */
+/* A super-block's scales and mins for sixteen rows, one byte per row:
+ * sc[j] at byte 16 j, m[j] at 128 + 16 j. */
 struct sb_sc {
-	__m128i sc[8], m[8];
+	_Alignas(32) uint8_t b[256];
 };
 
 AI void decode_sc(const uint8_t *sb, struct sb_sc *o)
 {
 	const uint8_t *p = sb + STRATA_Q4K_R16_SC;
-	const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m48 = _mm_set1_epi8(48);
+	const __m256i m63 = _mm256_set1_epi8(63), m15 = _mm256_set1_epi8(15);
+	const __m256i m48 = _mm256_set1_epi8(48);
 
-	/* GGUF's get_scale_min_k4 on sixteen rows */
-	UNROLL for (int j = 0; j < 4; j++) {
-		const __m128i A = _mm_load_si128((const __m128i *)(p + 16 * j));
-		const __m128i B = _mm_load_si128((const __m128i *)(p + 16 * (j + 4)));
-		const __m128i C = _mm_load_si128((const __m128i *)(p + 16 * (j + 8)));
+	/* GGUF's get_scale_min_k4 on sixteen rows, two scale bytes at a time */
+	UNROLL for (int j = 0; j < 2; j++) {
+		const __m256i A = _mm256_load_si256((const __m256i *)(p + 32 * j));
+		const __m256i B = _mm256_load_si256((const __m256i *)(p + 64 + 32 * j));
+		const __m256i C = _mm256_load_si256((const __m256i *)(p + 128 + 32 * j));
 
-		o->sc[j] = _mm_and_si128(A, m63);
-		o->m[j] = _mm_and_si128(B, m63);
-		o->sc[j + 4] = _mm_or_si128(_mm_and_si128(C, m15),
-					    _mm_and_si128(_mm_srli_epi16(A, 2), m48));
-		o->m[j + 4] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(C, 4), m15),
-					   _mm_and_si128(_mm_srli_epi16(B, 2), m48));
+		_mm256_store_si256((__m256i *)(o->b + 32 * j), _mm256_and_si256(A, m63));
+		_mm256_store_si256((__m256i *)(o->b + 128 + 32 * j), _mm256_and_si256(B, m63));
+		_mm256_store_si256((__m256i *)(o->b + 64 + 32 * j),
+				   _mm256_or_si256(_mm256_and_si256(C, m15),
+						   _mm256_and_si256(_mm256_srli_epi16(A, 2), m48)));
+		_mm256_store_si256((__m256i *)(o->b + 192 + 32 * j),
+				   _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(C, 4), m15),
+						   _mm256_and_si256(_mm256_srli_epi16(B, 2), m48)));
 	}
+}
+
+AI __m128i sc_bytes(const struct sb_sc *s, int j)
+{
+	return _mm_load_si128((const __m128i *)(s->b + 16 * j));
 }
 
 /* Rows 8 hf .. 8 hf + 7 of a and b, interleaved, as int16. */
 AI __m256i pairs(__m128i a, __m128i b, int hf)
 {
 	return _mm256_cvtepu8_epi16(hf ? _mm_unpackhi_epi8(a, b) : _mm_unpacklo_epi8(a, b));
+}
+
+/* Scale j of rows 8 hf .. 8 hf + 7, each twice, as int16: one byte shuffle
+ * of the sixteen rows' bytes in both lanes. */
+AI __m256i sc_pairs(const struct sb_sc *s, int j, int hf)
+{
+	const __m256i ctl = hf ? _mm256_setr_epi8(8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1, 11, -1,
+						  11, -1, 12, -1, 12, -1, 13, -1, 13, -1, 14, -1, 14,
+						  -1, 15, -1, 15, -1)
+			       : _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3,
+						  -1, 4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1,
+						  7, -1);
+
+	return _mm256_shuffle_epi8(
+		_mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)(s->b + 16 * j))), ctl);
 }
 
 AI __m256i bcast32(const int8_t *p)
@@ -133,8 +157,8 @@ AI void tile(int NT, int NH, const struct strata_mm_args *a, const uint8_t *g, i
 			}
 			UNROLL for (int hh = 0; hh < NH; hh++) {
 				const int hf = h0 + hh;
-				const __m256i sl = pairs(s.sc[2 * h], s.sc[2 * h], hf);
-				const __m256i sh = pairs(s.sc[2 * h + 1], s.sc[2 * h + 1], hf);
+				const __m256i sl = sc_pairs(&s, 2 * h, hf);
+				const __m256i sh = sc_pairs(&s, 2 * h + 1, hf);
 
 				UNROLL for (int u = 0; u < NT; u++)
 					is[u][hh] = _mm256_add_epi32(is[u][hh], _mm256_add_epi32(
@@ -150,7 +174,7 @@ AI void tile(int NT, int NH, const struct strata_mm_args *a, const uint8_t *g, i
 			__m256i mn[4];
 
 			UNROLL for (int p = 0; p < 4; p++)
-				mn[p] = pairs(s.m[2 * p], s.m[2 * p + 1], hf);
+				mn[p] = pairs(sc_bytes(&s, 8 + 2 * p), sc_bytes(&s, 9 + 2 * p), hf);
 			UNROLL for (int u = 0; u < NT; u++) {
 				const __m256i bs = _mm256_loadu_si256(
 					(const __m256i *)(STRATA_Q8K_BSUMS(x[u], k) + 16 * b));
