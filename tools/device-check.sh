@@ -10,12 +10,14 @@
 # path to carry (the working tree travels by itself, 64 MiB in all):
 #   bin/      check_backend_ops, the golden suites, strata-bench and
 #             strata-writer, without debug info
-#   plugins/  strata-gpu-cuda.so (build/plugins/, the shipped plugin)
+#   plugins/  strata-gpu-cuda.so (build/plugins/, the shipped plugin) and the
+#             other shipped plugins (prompt paths, io: check_window loads them)
 #   libs/     the shared libraries they need that are not glibc's or CUDA's
 #             (ldd): libsubunit.so.0 (Check's) for the suites, libstdc++ and
 #             libgcc_s for the plugin; the run links only those the device
 #             lacks (ldconfig -p), CUDA's come from /usr/local/cuda
-#   shared/   as much of ../shared (models, golden) as fits in 61 MiB with
+#   shared/   the llama-spm vocab (the bench model's writer), then as much of
+#             ../shared (models, golden) as fits in 61 MiB with
 #             the rest, whole suites in the order of SUITES below (../shared
 #             does not travel)
 #   MANIFEST  what is there, what was left out, and the build's commit
@@ -133,6 +135,16 @@ prepare() {
 	else
 		echo "device-check: build/plugins/strata-gpu-cuda.so was not built (no CUDA toolkit" \
 			"found by cmake?): the device run will have nothing to check" >&2
+	fi
+	# the other shipped plugins: check_window's engines load the prompt paths and
+	# name an io plugin where a prompt path belongs (the suites search $DEV/plugins)
+	for f in build/plugins/strata-path-*.so build/plugins/strata-io-*.so; do
+		[ -f "$f" ] && { $STRIP -o "$DEV/plugins/$(basename "$f")" "$f" || return 2; }
+	done
+	# the vocab strata-writer's bench-qwen3moe preset copies (0.7 MiB)
+	if [ -f "$shared/vocab/ggml-vocab-llama-spm.gguf" ]; then
+		mkdir -p "$DEV/shared/vocab"
+		cp "$shared/vocab/ggml-vocab-llama-spm.gguf" "$DEV/shared/vocab/" || return 2
 	fi
 	for f in $(foreign_libs "$DEV"/bin/* "$DEV"/plugins/*.so); do
 		cp -L "$f" "$DEV/libs/$(basename "$f")" || return 2
@@ -310,7 +322,8 @@ bench() {
 		model=/tmp/strata-bench-qwen3moe-q4_k_m.gguf
 		t0=$(date +%s)
 		step "write bench-qwen3moe Q4_K_M" 150 "$OUTDIR/bench.log" "$DEV/bin/strata-writer" \
-			--preset bench-qwen3moe --type Q4_K_M --out "$model"
+			--preset bench-qwen3moe --type Q4_K_M --vocab "$SHARED/vocab/ggml-vocab-llama-spm.gguf" \
+			--out "$model"
 		verdict "write bench model" "$model" $(($(date +%s) - t0))
 		[ "$RC" = 0 ] || return
 	fi

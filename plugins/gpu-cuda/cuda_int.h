@@ -58,7 +58,7 @@ int cu_check(struct cuda_dev *d, cudaError_t e, const char *what);
 /*
  * cuBLAS is not linked: gpu_cuda.cu loads it at open() and defines the
  * entry points the op files call (CU_BLAS_FNS there: cublasCreate/Destroy,
- * SetStream, SetMathMode, GetStatusString, Sgemm, GemmEx).  Calling another
+ * SetStream, SetMathMode, GetStatusString, Sgemm).  Calling another
  * one fails the plugin's link (undefined symbol): add its line to CU_BLAS_FNS.
  */
 

@@ -170,13 +170,7 @@ int cu_scratch(struct cuda_dev *d, size_t bytes, void **p)
 	  (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, \
 	   const float *alpha, const float *A, int lda, const float *B, int ldb,             \
 	   const float *beta, float *C, int ldc),                                             \
-	  (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))                          \
-	X(cublasGemmEx,                                                                       \
-	  (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, \
-	   const void *alpha, const void *A, cudaDataType at, int lda, const void *B,        \
-	   cudaDataType bt, int ldb, const void *beta, void *C, cudaDataType ct, int ldc,    \
-	   cublasComputeType_t cty, cublasGemmAlgo_t algo),                                   \
-	  (h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, cty, algo))
+	  (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
 
 #define CU_BLAS_PTR(name, params, args) static cublasStatus_t(*p_##name) params;
 #define CU_BLAS_SHIM(name, params, args)                                                      \
