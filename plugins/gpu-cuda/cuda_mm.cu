@@ -18,8 +18,15 @@
  *     ones on an H200, where check_backend_ops allows 1e-5; the F32 GEMM
  *     gives up tensor-core speed on prompts, which the CPU's experts bound
  *     anyway.
- * The CPU quantises activations to int8 and sums exactly in integers; both
- * ways here differ from it within float rounding.
+ * Activations: where the CPU backend quantises x before its integer dot
+ * products (Q8_0 per 32 values for Q8_0, Q4_0, Q5_0, IQ4_NL; the same values
+ * with a sum for Q4_1 and Q5_1; Q8_K per 256 for the K-quants and i-quants),
+ * both ways here read x rounded the same way, as floats d * q (k_actq), so
+ * that a product differs from the CPU's by float rounding only.  With exact
+ * activations the device's logits were further from llama.cpp's, which
+ * rounds them too: syn-qwen3moe-d256-q8_0 at KL 2.1e-3 where the golden
+ * bound for 8-bit types is 2e-3 (the CPU with exact activations gives the
+ * same 2.1e-3).
  *
  * Layouts: W row r (ne0 = cols values) starts at w + r * nb[1]; x column t
  * and y column t are contiguous floats with row strides nb[1].  In cuBLAS's
@@ -29,6 +36,7 @@
 #include <cuda_fp16.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_int.h"
@@ -258,6 +266,91 @@ static __global__ void __launch_bounds__(GATHER_THREADS)
 		put1(o + c, s[c]);
 }
 
+/*
+ * x's columns rounded as the CPU's activation formats round them, written
+ * as floats d * q to dst (ld cols): GS 32 is Q8_0's rule (d = fp16(amax /
+ * 127), q = rint(x * 127 / amax)), GS 256 Q8_K's (the first value of
+ * largest magnitude maps to -127: iscale = -127 / max, q = rint(iscale * x)
+ * up to 127, d = 1 / iscale), each operation as the CPU's scalar level does
+ * it in float.  Thread blocks of 256 values of one column (blockIdx.y); for
+ * GS 32 each warp is one block of the format, for GS 256 the thread block.
+ */
+template <int GS>
+static __global__ void __launch_bounds__(256)
+	k_actq(const float *x, int64_t x_ld, int cols, float *dst)
+{
+	__shared__ float s_amax[8], s_max;
+	__shared__ int s_first[8];
+	const int i = blockIdx.x * 256 + threadIdx.x, lane = threadIdx.x & 31;
+	const float v = i < cols ? x[(int64_t)blockIdx.y * x_ld + i] : 0.0f;
+	float *o = dst + (int64_t)blockIdx.y * cols;
+	float a = fabsf(v);
+
+#pragma unroll
+	for (int m = 16; m; m >>= 1)
+		a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, m));
+	if (GS == 32) {
+		const float id = a != 0.0f ? __fdiv_rn(127.0f, a) : 0.0f;
+		const float d = __half2float(__float2half_rn(__fdiv_rn(a, 127.0f)));
+
+		if (i < cols)
+			o[i] = __fmul_rn(d, rintf(__fmul_rn(v, id)));
+	} else {
+		int first;
+
+		if (lane == 0)
+			s_amax[threadIdx.x >> 5] = a;
+		__syncthreads();
+		a = s_amax[0];
+#pragma unroll
+		for (int w = 1; w < 8; w++)
+			a = fmaxf(a, s_amax[w]);
+		first = fabsf(v) == a ? (int)threadIdx.x : 256;
+#pragma unroll
+		for (int m = 16; m; m >>= 1)
+			first = min(first, __shfl_xor_sync(0xffffffffu, first, m));
+		if (lane == 0)
+			s_first[threadIdx.x >> 5] = first;
+		__syncthreads();
+		first = s_first[0];
+#pragma unroll
+		for (int w = 1; w < 8; w++)
+			first = min(first, s_first[w]);
+		if ((int)threadIdx.x == first)
+			s_max = v;
+		__syncthreads();
+		if (a == 0.0f) {
+			o[i] = 0.0f;
+		} else {
+			const float iscale = __fdiv_rn(-127.0f, s_max);
+
+			o[i] = __fmul_rn(__fdiv_rn(1.0f, iscale),
+					 fminf(rintf(__fmul_rn(iscale, v)), 127.0f));
+		}
+	}
+}
+
+/* The CPU's activation format of a weight type: values per block (32: Q8_0 or
+ * Q8_1, 256: Q8_K), 0 where it multiplies float activations. */
+static int act_block(uint32_t type)
+{
+	switch (type) {
+	case STRATA_TYPE_F32:
+	case STRATA_TYPE_F16:
+	case STRATA_TYPE_BF16:
+		return 0;
+	case STRATA_TYPE_Q8_0:
+	case STRATA_TYPE_Q4_0:
+	case STRATA_TYPE_Q4_1:
+	case STRATA_TYPE_Q5_0:
+	case STRATA_TYPE_Q5_1:
+	case STRATA_TYPE_IQ4_NL:
+		return 32;
+	default:
+		return 256;
+	}
+}
+
 /* ---- launch helpers --------------------------------------------------------------------- */
 
 typedef void (*mmv_fn)(struct mmv_batch);
@@ -393,18 +486,17 @@ static int mmv_launch(struct cuda_dev *d, uint32_t type, struct mmv_batch *b, in
 
 /* Queue the mat-vec for every item of `type` with at most MMV_MAX_TOK tokens,
  * in batches of MMV_MAX_ITEMS entries of up to MMV_TOK tokens. */
-static int mmv_type(struct cuda_dev *d, const struct strata_matmul_item *items, uint32_t n,
-		    uint32_t type)
+static int mmv_type(struct cuda_dev *d, const struct mm_desc *ms, uint32_t n, uint32_t type)
 {
 	struct mmv_batch b;
-	struct mm_desc m;
 	int blocks = 0, rc;
 
 	memset(&b, 0, sizeof(b));
 	b.vec = 1;
 	for (uint32_t i = 0; i < n; i++) {
-		if (mm_desc_init(&items[i], &m) || m.type != type || !m.out || !m.n_tok ||
-		    m.n_tok > MMV_MAX_TOK)
+		const struct mm_desc m = ms[i];
+
+		if (m.type != type || !m.out || !m.n_tok || m.n_tok > MMV_MAX_TOK)
 			continue;
 		const int nb = (int)((m.out + (int64_t)MMV_BLOCK_ROWS - 1) / MMV_BLOCK_ROWS);
 
@@ -508,48 +600,123 @@ int cu_mm_supports(uint32_t type)
 	return cuq_type_ok(type);
 }
 
+/* One x an op's items read, rounded once to an activation format (act_block). */
+struct act_src {
+	const float *x;
+	int64_t ld;
+	int cols, n_col, gs;
+	size_t off; /* of its rounded copy in the op's scratch */
+};
+
+/*
+ * The rounded copy of item m's x (every column of its tensor it), shared by
+ * the items that read the same columns in the same format; *bytes grows by
+ * each new copy.  Returns the source's index.
+ */
+static uint32_t act_source(struct act_src *src, uint32_t *n_src, const struct mm_desc *m,
+			   const struct strata_tensor *it, int gs, size_t *bytes)
+{
+	struct act_src *a;
+
+	for (uint32_t j = 0; j < *n_src; j++)
+		if (src[j].x == m->x && src[j].ld == m->x_ld && src[j].cols == m->cols &&
+		    src[j].n_col == (int)it->ne[1] && src[j].gs == gs)
+			return j;
+	a = &src[*n_src];
+	*a = (struct act_src){ m->x, m->x_ld, m->cols, (int)it->ne[1], gs, *bytes };
+	*bytes += align256((size_t)m->cols * (size_t)it->ne[1] * sizeof(float));
+	return (*n_src)++;
+}
+
+/* Queue the rounding of every source into the scratch at base. */
+static int act_round(struct cuda_dev *d, const struct act_src *src, uint32_t n_src, char *base)
+{
+	for (uint32_t j = 0; j < n_src; j++) {
+		const dim3 grid((unsigned)((src[j].cols + 255) / 256), (unsigned)src[j].n_col);
+		float *dst = (float *)(base + src[j].off);
+
+		if (src[j].gs == 32)
+			k_actq<32><<<grid, 256, 0, d->compute>>>(src[j].x, src[j].ld, src[j].cols,
+								  dst);
+		else
+			k_actq<256><<<grid, 256, 0, d->compute>>>(src[j].x, src[j].ld,
+								   src[j].cols, dst);
+	}
+	return n_src ? cu_check(d, cudaGetLastError(), "matmul: activation launch") : 0;
+}
+
 /*
  * Every item is checked before anything is queued (-EINVAL: nothing ran).
- * Then one mat-vec launch per weight type (per MMV_MAX_ITEMS entries) for
- * the items of few tokens, and cuBLAS for each other item; items are
+ * Then the activations rounded as the CPU rounds them (one copy per x and
+ * format), one mat-vec launch per weight type (per MMV_MAX_ITEMS entries)
+ * for the items of few tokens, and cuBLAS for each other item; items are
  * independent, so their order does not matter.
  */
 int cu_op_matmul(struct cuda_dev *d, const struct strata_op *op)
 {
 	const struct strata_matmul_item *items = op->p.mm.items;
 	const uint32_t n = op->p.mm.n_items;
-	uint32_t types = 0;
-	size_t need = 0;
+	uint32_t types = 0, n_src = 0, *which = NULL;
+	size_t need = 0, act = 0;
+	struct mm_desc *ms = NULL;
+	struct act_src *src = NULL;
 	void *scratch = NULL;
-	struct mm_desc m;
-	int rc, tile;
+	int rc = 0, tile;
 
 	if (n && !items)
 		return -EINVAL;
+	if (!n)
+		return 0;
+	ms = (struct mm_desc *)calloc(n, sizeof(*ms));
+	src = (struct act_src *)calloc(n, sizeof(*src));
+	which = (uint32_t *)calloc(n, sizeof(*which));
+	if (!ms || !src || !which) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	for (uint32_t i = 0; i < n; i++) {
-		if ((rc = mm_desc_init(&items[i], &m)))
-			return rc;
-		if (!m.out || !m.n_tok)
+		struct mm_desc *m = &ms[i];
+		const int gs = act_block(items[i].w ? items[i].w->type : 0);
+
+		if ((rc = mm_desc_init(&items[i], m)))
+			goto out;
+		which[i] = UINT32_MAX;
+		if (!m->out || !m->n_tok)
 			continue;
-		if (m.n_tok <= MMV_MAX_TOK) {
-			types |= 1u << m.type;
+		if (gs && (items[i].x->ne[1] > INT_MAX || m->cols % gs)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (gs)
+			which[i] = act_source(src, &n_src, m, items[i].x, gs, &act);
+		if (m->n_tok <= MMV_MAX_TOK) {
+			types |= 1u << m->type;
 		} else {
-			size_t s = gemm_scratch(&m, &tile);
+			size_t s = gemm_scratch(m, &tile);
 
 			need = s > need ? s : need;
 		}
 	}
-	if (need && (rc = cu_scratch(d, need, &scratch)))
-		return rc;
-	for (uint32_t t = 0; t < 32; t++)
-		if ((types >> t & 1) && (rc = mmv_type(d, items, n, t)))
-			return rc;
-	for (uint32_t i = 0; i < n; i++) {
-		mm_desc_init(&items[i], &m); /* checked above */
-		if (m.out && m.n_tok > MMV_MAX_TOK && (rc = mm_gemm(d, &m, scratch)))
-			return rc;
-	}
-	return 0;
+	if ((need || act) && (rc = cu_scratch(d, act + need, &scratch)))
+		goto out;
+	if ((rc = act_round(d, src, n_src, (char *)scratch)))
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		if (which[i] != UINT32_MAX) {
+			ms[i].x = (const float *)((char *)scratch + src[which[i]].off);
+			ms[i].x_ld = ms[i].cols;
+		}
+	for (uint32_t t = 0; t < 32 && !rc; t++)
+		if (types >> t & 1)
+			rc = mmv_type(d, ms, n, t);
+	for (uint32_t i = 0; i < n && !rc; i++)
+		if (ms[i].out && ms[i].n_tok > MMV_MAX_TOK)
+			rc = mm_gemm(d, &ms[i], (char *)scratch + act);
+out:
+	free(which);
+	free(src);
+	free(ms);
+	return rc;
 }
 
 int cu_get_rows(struct cuda_dev *d, const struct strata_tensor *w, const int32_t *ids,
