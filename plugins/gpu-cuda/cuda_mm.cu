@@ -272,7 +272,8 @@ static __global__ void __launch_bounds__(GATHER_THREADS)
  * 127), q = rint(x * 127 / amax)), GS 256 Q8_K's (the first value of
  * largest magnitude maps to -127: iscale = -127 / max, q = rint(iscale * x)
  * up to 127, d = 1 / iscale), each operation as the CPU's scalar level does
- * it in float.  Thread blocks of 256 values of one column (blockIdx.y); for
+ * it in float.  Thread blocks of 256 values (blockIdx.y) of one column
+ * (blockIdx.x: a prompt's columns may pass the 65535 of a grid's y); for
  * GS 32 each warp is one block of the format, for GS 256 the thread block.
  */
 template <int GS>
@@ -281,9 +282,9 @@ static __global__ void __launch_bounds__(256)
 {
 	__shared__ float s_amax[8], s_max;
 	__shared__ int s_first[8];
-	const int i = blockIdx.x * 256 + threadIdx.x, lane = threadIdx.x & 31;
-	const float v = i < cols ? x[(int64_t)blockIdx.y * x_ld + i] : 0.0f;
-	float *o = dst + (int64_t)blockIdx.y * cols;
+	const int i = blockIdx.y * 256 + threadIdx.x, lane = threadIdx.x & 31;
+	const float v = i < cols ? x[(int64_t)blockIdx.x * x_ld + i] : 0.0f;
+	float *o = dst + (int64_t)blockIdx.x * cols;
 	float a = fabsf(v);
 
 #pragma unroll
@@ -632,7 +633,7 @@ static uint32_t act_source(struct act_src *src, uint32_t *n_src, const struct mm
 static int act_round(struct cuda_dev *d, const struct act_src *src, uint32_t n_src, char *base)
 {
 	for (uint32_t j = 0; j < n_src; j++) {
-		const dim3 grid((unsigned)((src[j].cols + 255) / 256), (unsigned)src[j].n_col);
+		const dim3 grid((unsigned)src[j].n_col, (unsigned)((src[j].cols + 255) / 256));
 		float *dst = (float *)(base + src[j].off);
 
 		if (src[j].gs == 32)
