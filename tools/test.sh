@@ -151,7 +151,7 @@ run_asan() {
 # ---- ThreadSanitizer: every suite that runs threads (a pool, readers, a server) ---
 # Those that never start a thread in-process or in a strata subprocess are left out.
 # (NAME.avx2, NAME.avx512, NAME.io_uring, ... are parts of suite NAME: tests/CMakeLists.txt)
-tsan_tests='^(check_api|check_device|check_model_gpu_mid|check_qwen3next_gpu_mid|check_qwen4exp_gpu_mid|check_window_gpu_all|check_pool|check_aread|check_ple|check_io|check_serve|check_serve_chat|check_serve_fields|check_serve_dialects|check_serve_constrained|check_serve_access|check_tmpl|web_sdk|web_browser|check_model|check_qwen3next|check_qwen4exp|check_quant_golden|check_kernels|check_quants|check_quants_iq|check_iq_quant|check_cli|check_writer|check_window|check_faults|check_xstore|check_abi|check_plugin|ple_reader_selftest|serve_loadtest)([.][a-z0-9_]+)?$'
+tsan_tests='^(check_api|check_device|check_model_gpu_mid|check_qwen3next_gpu_mid|check_qwen4exp_gpu_mid|check_window_gpu_all|check_pool|check_steal|check_repack|check_aread|check_ple|check_io|check_serve|check_serve_chat|check_serve_fields|check_serve_dialects|check_serve_constrained|check_serve_access|check_tmpl|web_sdk|web_browser|check_model|check_qwen3next|check_qwen4exp|check_quant_golden|check_kernels|check_quants|check_quants_iq|check_iq_quant|check_cli|check_writer|check_window|check_faults|check_xstore|check_abi|check_plugin|ple_reader_selftest|serve_loadtest)([.][a-z0-9_]+)?$'
 tsan_env=(
   "TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp"
 )
