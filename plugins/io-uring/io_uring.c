@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@
 
 #define URING_SCORE 300
 #define SQPOLL_IDLE_MS 100u
+#define SQPOLL_HEAD_TRIES 100000
 /* user_data of close()'s cancel-all request; UINT64_MAX is liburing's own timeout tag. */
 #define CANCEL_TAG (UINT64_MAX - 1)
 #define CQE_BATCH 64u
@@ -151,6 +153,28 @@ static int find_buf(const struct uring *u, const void *buf, uint32_t len)
 	return (int)u->bufs[lo].index;
 }
 
+/*
+ * An SQE from a full SQPOLL ring.  The kernel posts the CQEs of a batch
+ * before it moves the SQ head past that batch, so a reader can reap every
+ * read and still see the ring full; IORING_ENTER_SQ_WAIT then returns at
+ * once (the kernel's own head has moved).  Wait for the published head, a
+ * bounded number of yields: a kernel thread that never publishes is a bug
+ * that should end in -EBUSY, not a hang.
+ */
+static struct io_uring_sqe *sqpoll_get_sqe(struct uring *u)
+{
+	struct io_uring_sqe *sqe = NULL;
+	int i;
+
+	for (i = 0; i < SQPOLL_HEAD_TRIES && !sqe; i++) {
+		io_uring_sqring_wait(&u->ring);
+		sqe = io_uring_get_sqe(&u->ring);
+		if (!sqe)
+			sched_yield();
+	}
+	return sqe;
+}
+
 /* Queue (the rest of) the read in slot ix. */
 static int prep(struct uring *u, uint32_t ix)
 {
@@ -162,16 +186,18 @@ static int prep(struct uring *u, uint32_t ix)
 
 	if (!sqe) {
 		/*
-		 * The SQ ring has depth entries and at most depth reads are
-		 * outstanding, so this happens only while the kernel has not yet
-		 * taken earlier SQEs: an SQPOLL thread may post a read's CQE before
-		 * it moves the SQ head past it.
+		 * At most depth reads are outstanding, so a plain ring (depth
+		 * entries) is full only with SQEs a busy kernel refused.  An SQPOLL
+		 * ring has 2 * depth (init_ring) and should never get here; if it
+		 * does, the kernel thread has taken the SQEs but not yet published
+		 * its new head, and will within microseconds.
 		 */
 		if (u->sqpoll)
-			io_uring_sqring_wait(&u->ring);
-		else
+			sqe = sqpoll_get_sqe(u);
+		else {
 			flush(u);
-		sqe = io_uring_get_sqe(&u->ring);
+			sqe = io_uring_get_sqe(&u->ring);
+		}
 		if (!sqe)
 			return -EBUSY;
 	}
@@ -370,7 +396,13 @@ static int init_ring(struct uring *u, uint32_t depth)
 		memset(&p, 0, sizeof(p));
 		p.flags = IORING_SETUP_SQPOLL;
 		p.sq_thread_idle = SQPOLL_IDLE_MS;
-		rc = io_uring_queue_init_params(depth, &u->ring, &p);
+		/*
+		 * Twice the reads: SQEs of the batch the kernel thread is working
+		 * through stay in the ring (their reads may be done and reaped)
+		 * until it publishes its head, and each slot can have one new SQE
+		 * queued behind them.  At most depth of each, so never full.
+		 */
+		rc = io_uring_queue_init_params(2 * depth, &u->ring, &p);
 		if (!rc)
 			return 0;
 		u->host->log(u->host, STRATA_LOG_WARN,
