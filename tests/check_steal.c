@@ -26,7 +26,7 @@ struct take_arg {
 };
 
 static struct take_arg g_arg;
-static _Thread_local volatile int g_sink; /* busy work the compiler keeps, per thread */
+static _Thread_local volatile unsigned g_sink; /* busy work the compiler keeps, per thread (wraps) */
 
 static void take_all(struct take_arg *a, int ith)
 {
@@ -40,7 +40,7 @@ static void take_all(struct take_arg *a, int ith)
 		atomic_fetch_add(&a->pieces[ith], 1);
 		for (int64_t u = u0; u < u1; u++) {
 			for (int i = 0; i < a->spin; i++)
-				g_sink = g_sink + i;
+				g_sink = g_sink + (unsigned)i;
 			atomic_fetch_add(&a->hits[u], 1);
 		}
 	}
