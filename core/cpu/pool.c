@@ -20,6 +20,12 @@
  * waker changes the word and then reads n_sleepers.  At least one of the two
  * sees the other, and the mutex closes the window between the re-read and the
  * wait.  So the common path (everyone spinning) makes no system call.
+ * Each side's first write is a read-modify-write: qemu-user (the aarch64
+ * tests) runs aarch64's store-release with a barrier before it and its
+ * load-acquire with one after, none between, so on an x86 host the load
+ * may pass the store: check_pool lost a wake-up twice in about fifty runs
+ * under it.  An exchange is a full barrier there, and costs nothing more
+ * on x86 (a seq_cst store is an xchg already).
  *
  * Env STRATA_POOL_SPIN_US (default 200) sets the spin time before sleeping.
  */
@@ -198,7 +204,8 @@ static uint64_t publish(struct strata_pool *p, int nth)
 	atomic_store_explicit(&p->done, 0, memory_order_relaxed);
 	atomic_store_explicit(&p->shares, (g & ~(uint64_t)GEN_NTH_MASK) | 1,
 			      memory_order_relaxed);
-	atomic_store(&p->gen, g);
+	/* An exchange, not a store: see "Dekker" at the top. */
+	atomic_exchange(&p->gen, g);
 	if (atomic_load(&p->n_sleepers) > 0) {
 		pthread_mutex_lock(&p->lock);
 		pthread_cond_broadcast(&p->wake);
@@ -212,7 +219,7 @@ static void wait_done(struct strata_pool *p, int helpers)
 	if (spin_until(&p->done, (uint64_t)helpers, 1, p->spin_ns))
 		return;
 	pthread_mutex_lock(&p->lock);
-	atomic_store(&p->main_waiting, 1);
+	atomic_exchange(&p->main_waiting, 1);
 	while (atomic_load(&p->done) != (uint64_t)helpers)
 		pthread_cond_wait(&p->finished, &p->lock);
 	atomic_store(&p->main_waiting, 0);
