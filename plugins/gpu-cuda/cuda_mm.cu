@@ -526,12 +526,20 @@ static int mmv_type(struct cuda_dev *d, const struct mm_desc *ms, uint32_t n, ui
 
 /* ---- the cuBLAS path -------------------------------------------------------------------- */
 
+/* Scratch bytes for x's columns gathered (the tokens' rows, or a view
+ * narrower than its stride), 0 where cuBLAS reads x in place. */
+static size_t gather_bytes(const struct mm_desc *m)
+{
+	return m->rows || m->x_ld < m->cols
+		       ? align256((size_t)m->cols * (size_t)m->n_tok * sizeof(float))
+		       : 0;
+}
+
 /* Scratch bytes a cuBLAS product needs, and the W rows per F32 tile (*tile). */
 static size_t gemm_scratch(const struct mm_desc *m, int *tile)
 {
-	const size_t xb = align256((size_t)m->cols * (size_t)m->n_tok * sizeof(float));
 	const size_t row = (size_t)m->cols * sizeof(float);
-	const size_t gx = m->rows || m->x_ld < m->cols ? xb : 0; /* x gathered */
+	const size_t gx = gather_bytes(m);
 	size_t t;
 
 	*tile = m->out;
@@ -561,15 +569,12 @@ static int mm_gemm(struct cuda_dev *d, const struct mm_desc *m, void *scratch)
 {
 	const float *x = m->x;
 	int64_t ldx = m->x_ld;
-	size_t gx;
+	const size_t gx = gather_bytes(m);
 	float *w32;
 	int tile, rc;
 
-	gx = m->rows || m->x_ld < m->cols
-		     ? align256((size_t)m->cols * (size_t)m->n_tok * sizeof(float))
-		     : 0;
 	gemm_scratch(m, &tile);
-	if (gx) { /* x's columns of the tokens (rows), or a view narrower than its stride */
+	if (gx) {
 		k_gather<float><<<m->n_tok, GATHER_THREADS, 0, d->compute>>>(
 			m->x, m->x_ld, m->rows, m->cols, (float *)scratch);
 		if ((rc = cu_check(d, cudaGetLastError(), "matmul: gather launch")))

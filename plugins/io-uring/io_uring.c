@@ -29,7 +29,6 @@
 
 #include <errno.h>
 #include <liburing.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +39,6 @@
 
 #define URING_SCORE 300
 #define SQPOLL_IDLE_MS 100u
-#define SQPOLL_HEAD_TRIES 100000
 /* user_data of close()'s cancel-all request; UINT64_MAX is liburing's own timeout tag. */
 #define CANCEL_TAG (UINT64_MAX - 1)
 #define CQE_BATCH 64u
@@ -153,28 +151,6 @@ static int find_buf(const struct uring *u, const void *buf, uint32_t len)
 	return (int)u->bufs[lo].index;
 }
 
-/*
- * An SQE from a full SQPOLL ring.  The kernel posts the CQEs of a batch
- * before it moves the SQ head past that batch, so a reader can reap every
- * read and still see the ring full; IORING_ENTER_SQ_WAIT then returns at
- * once (the kernel's own head has moved).  Wait for the published head, a
- * bounded number of yields: a kernel thread that never publishes is a bug
- * that should end in -EBUSY, not a hang.
- */
-static struct io_uring_sqe *sqpoll_get_sqe(struct uring *u)
-{
-	struct io_uring_sqe *sqe = NULL;
-	int i;
-
-	for (i = 0; i < SQPOLL_HEAD_TRIES && !sqe; i++) {
-		io_uring_sqring_wait(&u->ring);
-		sqe = io_uring_get_sqe(&u->ring);
-		if (!sqe)
-			sched_yield();
-	}
-	return sqe;
-}
-
 /* Queue (the rest of) the read in slot ix. */
 static int prep(struct uring *u, uint32_t ix)
 {
@@ -188,16 +164,14 @@ static int prep(struct uring *u, uint32_t ix)
 		/*
 		 * At most depth reads are outstanding, so a plain ring (depth
 		 * entries) is full only with SQEs a busy kernel refused.  An SQPOLL
-		 * ring has 2 * depth (init_ring) and should never get here; if it
-		 * does, the kernel thread has taken the SQEs but not yet published
-		 * its new head, and will within microseconds.
+		 * ring has 2 * depth (init_ring) for SQEs the kernel thread has
+		 * taken but not yet published its head past, so it is never full.
 		 */
 		if (u->sqpoll)
-			sqe = sqpoll_get_sqe(u);
-		else {
+			io_uring_sqring_wait(&u->ring);
+		else
 			flush(u);
-			sqe = io_uring_get_sqe(&u->ring);
-		}
+		sqe = io_uring_get_sqe(&u->ring);
 		if (!sqe)
 			return -EBUSY;
 	}
