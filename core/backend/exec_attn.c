@@ -3,12 +3,13 @@
  * keys and values in the layer's cache, then causal grouped-query attention
  * over it (ATTN_SPARSE: over the cells the indexer chose).
  *
- * The cache layout is this backend's own.  Keys are stored transposed,
- * [n_kv][head_dim][ctx]: a query's scores are then sums of rows over
- * positions, vectorised however small the head.  Values are
- * [n_kv][ctx][head_dim_v]: the output is a sum of value rows weighted by the
- * probabilities, accumulated in registers for all heads of a KV group at
- * once.  ctx (the cache tensor's ne[1]) is a multiple of 16, which the
+ * The cache layout is this backend's own.  Keys are stored transposed in
+ * tiles of 16 positions, [n_kv][ctx / 16][head_dim][16] (cpu/attn.h): a
+ * query's scores are then sums of rows over positions, vectorised however
+ * small the head, and the positions in use lie together however large ctx.
+ * Values are [n_kv][ctx][head_dim_v]: the output is a sum of value rows
+ * weighted by the probabilities, accumulated in registers for all heads of
+ * a KV group at once.  ctx (the cache tensor's ne[1]) is a multiple of 16, which the
  * score kernels read up to.
  */
 #include "backend/exec_int.h"
@@ -49,7 +50,7 @@ static void attn_worker(void *arg, int ith, int nth)
 				      (size_t)kvh * group * o->nb[1]);
 
 		strata_attn_heads(qt, q->nb[1] / sizeof(float), (int)group,
-				  kc + (size_t)kvh * a->hd * a->ctx, a->ctx, (int)a->hd,
+				  kc + (size_t)kvh * a->hd * a->ctx, (int)a->hd,
 				  vc + (size_t)kvh * a->hdv * a->ctx, a->hdv, (int)a->hdv,
 				  pos + t + 1, op->p.attn.scale, ot, o->nb[1] / sizeof(float), sc);
 	}
@@ -69,10 +70,10 @@ static void cache_store(const struct attn_task *a)
 							  t * k->nb[2] + h * k->nb[1]);
 			const float *vr = (const float *)((const char *)strata_tensor_data(v) +
 							  t * v->nb[2] + h * v->nb[1]);
-			float *kt = kc + (size_t)h * a->hd * a->ctx + pos + t;
+			float *kt = kc + (size_t)h * a->hd * a->ctx;
 
 			for (uint32_t d = 0; d < a->hd; d++)
-				kt[(size_t)d * a->ctx] = kr[d];
+				kt[strata_kt_at((int)a->hd, (int)d, pos + t)] = kr[d];
 			memcpy(vc + ((size_t)h * a->ctx + pos + t) * a->hdv, vr,
 			       a->hdv * sizeof(float));
 		}
@@ -158,7 +159,7 @@ static void sparse_worker(void *arg, int ith, int nth)
 				continue;
 			}
 			for (uint32_t d = 0; d < a->hd; d++)
-				s += qt[d] * kt[(size_t)d * a->ctx + (uint32_t)c];
+				s += qt[d] * kt[strata_kt_at((int)a->hd, (int)d, (uint32_t)c)];
 			sc[i] = s * op->p.attn.scale;
 			mx = sc[i] > mx ? sc[i] : mx;
 		}
@@ -188,7 +189,7 @@ int strata_exec_attn_sparse(struct strata_exec *x, const struct strata_op *op)
 
 	if (!sel || sel->type != STRATA_TYPE_I32 || sel->ne[1] != q->ne[2] || !a.n_kv ||
 	    a.n_head % a.n_kv || k->ne[0] != q->ne[0] || k->ne[2] != q->ne[2] ||
-	    v->ne[1] != k->ne[1] || (uint64_t)op->p.attn.pos + a.n > a.ctx ||
+	    v->ne[1] != k->ne[1] || a.ctx % 16 || (uint64_t)op->p.attn.pos + a.n > a.ctx ||
 	    (size_t)kc->ne[0] * kc->ne[1] * kc->ne[2] < (size_t)a.n_kv * a.hd * a.ctx ||
 	    op->dst->ne[0] != v->ne[0] || op->dst->ne[1] != q->ne[1])
 		return -EINVAL;

@@ -1,10 +1,18 @@
 /*
- * attn.h - attention inner loops over a transposed KV cache.
+ * attn.h - attention inner loops over a KV cache whose keys are transposed
+ * in tiles of 16 positions.
  *
- * The cache keeps, per KV head, one row per dimension with one value per
- * position (stride floats between rows), so a query's scores are a sum of
- * head_dim rows scaled by its components.  The kernels keep the running sums
- * in registers across all dimensions and write each score once.
+ * The cache keeps, per KV head, the keys of positions 16 t .. 16 t + 15 as
+ * one tile of head_dim rows of 16 values (strata_kt_at), so a query's scores
+ * for a tile are a sum of head_dim rows scaled by its components, and the
+ * tiles a short sequence uses lie together however long the context: with
+ * rows of a whole context (one row per dimension, ctx floats long) a decode
+ * step near the start read head_dim rows ctx floats apart, every one a cache
+ * miss of its own once the weights had gone through the caches (bench-qwen3moe
+ * Q4_K_M decoding its first 64 positions, Zen 5, 2 threads: the attention op
+ * took 2.6 times as long in a context of 4096 as in one of 64, 4 times in one
+ * of 32768; with tiles 1.2 and 1.4 times).  The kernels keep the running
+ * sums in registers across all dimensions and write each score once.
  */
 #ifndef STRATA_ATTN_H
 #define STRATA_ATTN_H
@@ -12,39 +20,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Where position j's key dimension d lies in a KV head's tiles (hd dimensions). */
+static inline size_t strata_kt_at(int hd, int d, uint32_t j)
+{
+	return (size_t)(j / 16) * 16 * (size_t)hd + (size_t)d * 16 + j % 16;
+}
+
 /*
- * sc[j] = scale * sum_{d < hd} q[d] * kt[d*stride + j] for j < len.
- * Reads kt rows up to len rounded up to 16 (the cache is padded so).
+ * sc[j] = scale * sum_{d < hd} q[d] * kt[strata_kt_at(hd, d, j)] for j < len.
+ * Reads whole tiles: up to len rounded up to 16 (the cache holds them).
  */
-void strata_attn_scores(const float *q, const float *kt, size_t stride, int hd, uint32_t len,
-			float scale, float *sc);
+void strata_attn_scores(const float *q, const float *kt, int hd, uint32_t len, float scale,
+			float *sc);
 
 /*
  * Attention of the G query heads that share one KV head, over positions
  * [0, len): o[g] = sum_j softmax_j(scale * q[g] . k_j) * v_j.
  *   q   G rows of hd floats, qstride floats apart;
- *   kt  the keys transposed: hd rows of positions, kstride floats apart,
- *       readable up to len rounded up to 16 (the cache is padded so);
+ *   kt  the keys in tiles of 16 positions (strata_kt_at), whole tiles
+ *       readable (up to len rounded up to 16);
  *   v   the values: len rows of hdv floats, vstride floats apart;
  *   o   G rows of hdv floats, ostride floats apart (written);
  *   sc  scratch for 4 * (len rounded up to 16) floats.
  * Loading each key and value once for all G heads is what makes grouped-query
  * attention cheaper than G separate heads.  len >= 1.
  */
-void strata_attn_heads(const float *q, size_t qstride, int G, const float *kt, size_t kstride,
-		       int hd, const float *v, size_t vstride, int hdv, uint32_t len, float scale,
-		       float *o, size_t ostride, float *sc);
+void strata_attn_heads(const float *q, size_t qstride, int G, const float *kt, int hd,
+		       const float *v, size_t vstride, int hdv, uint32_t len, float scale, float *o,
+		       size_t ostride, float *sc);
 
 /* Level-specific versions (kernels compiled with their own -m flags). */
-void strata_attn_scores_scalar(const float *q, const float *kt, size_t stride, int hd,
-			       uint32_t len, float scale, float *sc);
-void strata_attn_scores_avx2(const float *q, const float *kt, size_t stride, int hd,
-			     uint32_t len, float scale, float *sc);
-void strata_attn_scores_avx512(const float *q, const float *kt, size_t stride, int hd,
-			       uint32_t len, float scale, float *sc);
+void strata_attn_scores_scalar(const float *q, const float *kt, int hd, uint32_t len,
+			       float scale, float *sc);
+void strata_attn_scores_avx2(const float *q, const float *kt, int hd, uint32_t len,
+			     float scale, float *sc);
+void strata_attn_scores_avx512(const float *q, const float *kt, int hd, uint32_t len,
+			       float scale, float *sc);
 
 #define STRATA_ATTN_HEADS_ARGS                                                        \
-	const float *q, size_t qstride, int G, const float *kt, size_t kstride, int hd,    \
+	const float *q, size_t qstride, int G, const float *kt, int hd,                    \
 	const float *v, size_t vstride, int hdv, uint32_t len, float scale, float *o,      \
 	size_t ostride, float *sc
 void strata_attn_heads_scalar(STRATA_ATTN_HEADS_ARGS);

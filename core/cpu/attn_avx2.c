@@ -1,7 +1,8 @@
 /*
- * attn_avx2.c - attention with AVX2 + FMA: scores 32 positions per pass
- * (one head) or 16 (up to four heads sharing the keys), a vector exp, and
- * values accumulated in registers for up to four heads.
+ * attn_avx2.c - attention with AVX2 + FMA: scores 32 positions (two key
+ * tiles, attn.h) per pass for one head or 16 (one tile) for up to four heads
+ * sharing the keys, a vector exp, and values accumulated in registers for up
+ * to four heads.
  */
 #include "attn.h"
 
@@ -11,37 +12,38 @@
 
 #include "vexp.h"
 
-void strata_attn_scores_avx2(const float *q, const float *kt, size_t stride, int hd,
-			     uint32_t len, float scale, float *sc)
+void strata_attn_scores_avx2(const float *q, const float *kt, int hd, uint32_t len,
+			     float scale, float *sc)
 {
 	const __m256 vs = _mm256_set1_ps(scale);
+	const size_t tile = 16 * (size_t)hd;
 	uint32_t j0 = 0;
 
 	for (; j0 + 32 <= len; j0 += 32) {
 		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 
 		for (int d = 0; d < hd; d++) {
-			const float *kr = kt + (size_t)d * stride + j0;
+			const float *kr = kt + strata_kt_at(hd, d, j0);
 			__m256 qd = _mm256_set1_ps(q[d]);
 
 			a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr), a0);
 			a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr + 8), a1);
-			a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr + 16), a2);
-			a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr + 24), a3);
+			a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr + tile), a2);
+			a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr + tile + 8), a3);
 		}
 		_mm256_storeu_ps(sc + j0, _mm256_mul_ps(a0, vs));
 		_mm256_storeu_ps(sc + j0 + 8, _mm256_mul_ps(a1, vs));
 		_mm256_storeu_ps(sc + j0 + 16, _mm256_mul_ps(a2, vs));
 		_mm256_storeu_ps(sc + j0 + 24, _mm256_mul_ps(a3, vs));
 	}
-	/* The tail reads whole 8-float groups: the cache rows are padded to 16. */
+	/* The tail reads whole 8-float groups: the cache holds whole tiles. */
 	for (; j0 < len; j0 += 8) {
 		__m256 a = _mm256_setzero_ps();
 		float tmp[8];
 
 		for (int d = 0; d < hd; d++)
 			a = _mm256_fmadd_ps(_mm256_set1_ps(q[d]),
-					    _mm256_loadu_ps(kt + (size_t)d * stride + j0), a);
+					    _mm256_loadu_ps(kt + strata_kt_at(hd, d, j0)), a);
 		_mm256_storeu_ps(tmp, _mm256_mul_ps(a, vs));
 		for (uint32_t i = 0; i < 8 && j0 + i < len; i++)
 			sc[j0 + i] = tmp[i];
@@ -60,13 +62,12 @@ AI __m256i tail_mask(uint32_t n)
 }
 
 /*
- * sc[g * ls + j] = scale * q[g] . k_j for NG heads: 16 positions per pass
- * (2 x NG accumulators and two key vectors fit the 16 registers), each key
- * loaded once for every head.  Reads keys up to len rounded up to 16, as
- * the cache allows (attn.h).
+ * sc[g * ls + j] = scale * q[g] . k_j for NG heads: a tile of 16 positions
+ * per pass (2 x NG accumulators and two key vectors fit the 16 registers),
+ * each key loaded once for every head.  Reads whole tiles (attn.h).
  */
-AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks, int hd,
-		  uint32_t len, float scale, float *sc, size_t ls)
+AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, int hd, uint32_t len,
+		  float scale, float *sc, size_t ls)
 {
 	const __m256 vs = _mm256_set1_ps(scale);
 
@@ -76,7 +77,7 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks,
 		UNROLL for (int g = 0; g < NG; g++)
 			acc[g][0] = acc[g][1] = _mm256_setzero_ps();
 		for (int d = 0; d < hd; d++) {
-			const float *kr = kt + (size_t)d * ks + j0;
+			const float *kr = kt + strata_kt_at(hd, d, j0);
 			const __m256 k0 = _mm256_loadu_ps(kr), k1 = _mm256_loadu_ps(kr + 8);
 
 			UNROLL for (int g = 0; g < NG; g++) {
@@ -157,14 +158,14 @@ AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, si
 }
 
 #define HEADS(NG)                                                                         \
-	static void heads_##NG(const float *q, size_t qs, const float *kt, size_t ks,     \
-			       int hd, const float *v, size_t vs, int hdv, uint32_t len,  \
+	static void heads_##NG(const float *q, size_t qs, const float *kt, int hd,        \
+			       const float *v, size_t vs, int hdv, uint32_t len,          \
 			       float scale, float *o, size_t os, float *sc)               \
 	{                                                                                 \
 		const size_t ls = ((size_t)len + 15) & ~(size_t)15;                       \
 		float inv[4];                                                             \
                                                                                           \
-		scores_ng(NG, q, qs, kt, ks, hd, len, scale, sc, ls);                     \
+		scores_ng(NG, q, qs, kt, hd, len, scale, sc, ls);                         \
 		for (int g = 0; g < NG; g++)                                              \
 			inv[g] = softmax_row(sc + (size_t)g * ls, len);                   \
 		for (int c0 = 0; c0 < hdv; c0 += 16) {                                    \
@@ -192,10 +193,10 @@ void strata_attn_heads_avx2(STRATA_ATTN_HEADS_ARGS)
 		float *og = o + (size_t)g * ostride;
 
 		switch (G - g >= 4 ? 4 : G - g) {
-		case 1: heads_1(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
-		case 2: heads_2(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
-		case 3: heads_3(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
-		default: heads_4(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 1: heads_1(qg, qstride, kt, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 2: heads_2(qg, qstride, kt, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 3: heads_3(qg, qstride, kt, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		default: heads_4(qg, qstride, kt, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
 		}
 	}
 }

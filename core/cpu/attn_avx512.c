@@ -1,5 +1,6 @@
 /*
- * attn_avx512.c - attention with AVX-512.  Scores: 64 positions per pass,
+ * attn_avx512.c - attention with AVX-512.  Scores: 64 positions (four key
+ * tiles, attn.h) per pass,
  * accumulators kept in registers across every dimension of the head, for up
  * to four query heads that share the keys.  Softmax: a vector exp.  Values:
  * up to 64 value dimensions x four heads accumulated in registers while the
@@ -13,23 +14,24 @@
 
 #include "vexp.h"
 
-void strata_attn_scores_avx512(const float *q, const float *kt, size_t stride, int hd,
-			       uint32_t len, float scale, float *sc)
+void strata_attn_scores_avx512(const float *q, const float *kt, int hd, uint32_t len,
+			       float scale, float *sc)
 {
 	const __m512 vs = _mm512_set1_ps(scale);
+	const size_t tile = 16 * (size_t)hd;
 	uint32_t j0 = 0;
 
 	for (; j0 + 64 <= len; j0 += 64) {
 		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 
 		for (int d = 0; d < hd; d++) {
-			const float *kr = kt + (size_t)d * stride + j0;
+			const float *kr = kt + strata_kt_at(hd, d, j0);
 			__m512 qd = _mm512_set1_ps(q[d]);
 
 			a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr), a0);
-			a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + 16), a1);
-			a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + 32), a2);
-			a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + 48), a3);
+			a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + tile), a1);
+			a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + 2 * tile), a2);
+			a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + 3 * tile), a3);
 		}
 		_mm512_storeu_ps(sc + j0, _mm512_mul_ps(a0, vs));
 		_mm512_storeu_ps(sc + j0 + 16, _mm512_mul_ps(a1, vs));
@@ -43,7 +45,7 @@ void strata_attn_scores_avx512(const float *q, const float *kt, size_t stride, i
 
 		for (int d = 0; d < hd; d++)
 			a = _mm512_fmadd_ps(_mm512_set1_ps(q[d]),
-					    _mm512_maskz_loadu_ps(m, kt + (size_t)d * stride + j0), a);
+					    _mm512_maskz_loadu_ps(m, kt + strata_kt_at(hd, d, j0)), a);
 		_mm512_mask_storeu_ps(sc + j0, m, _mm512_mul_ps(a, vs));
 	}
 }
@@ -64,10 +66,11 @@ AI __mmask16 tail_mask(uint32_t n)
 }
 
 /* sc[g * ls + j] = scale * q[g] . k_j for NG heads. */
-AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks, int hd,
-		  uint32_t len, float scale, float *sc, size_t ls)
+AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, int hd, uint32_t len,
+		  float scale, float *sc, size_t ls)
 {
 	const __m512 vs = _mm512_set1_ps(scale);
+	const size_t tile = 16 * (size_t)hd;
 	uint32_t j0 = 0;
 
 	for (; j0 + 64 <= len; j0 += 64) {
@@ -77,11 +80,11 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks,
 			UNROLL for (int i = 0; i < 4; i++)
 				acc[g][i] = _mm512_setzero_ps();
 		for (int d = 0; d < hd; d++) {
-			const float *kr = kt + (size_t)d * ks + j0;
+			const float *kr = kt + strata_kt_at(hd, d, j0);
 			__m512 k[4];
 
 			UNROLL for (int i = 0; i < 4; i++)
-				k[i] = _mm512_loadu_ps(kr + 16 * i);
+				k[i] = _mm512_loadu_ps(kr + i * tile);
 			UNROLL for (int g = 0; g < NG; g++) {
 				__m512 qd = _mm512_set1_ps(q[(size_t)g * qs + d]);
 
@@ -101,7 +104,7 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, size_t ks,
 		UNROLL for (int g = 0; g < NG; g++)
 			acc[g] = _mm512_setzero_ps();
 		for (int d = 0; d < hd; d++) {
-			__m512 k = _mm512_maskz_loadu_ps(m, kt + (size_t)d * ks + j0);
+			__m512 k = _mm512_maskz_loadu_ps(m, kt + strata_kt_at(hd, d, j0));
 
 			UNROLL for (int g = 0; g < NG; g++)
 				acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)g * qs + d]), k,
@@ -177,14 +180,14 @@ AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, si
 		default: values_ng(NG, 4, sc, ls, v, vs, len, c0, hdv, inv, o, os); break; \
 		}                                                                         \
 	}                                                                                 \
-	static void heads_##NG(const float *q, size_t qs, const float *kt, size_t ks,     \
-			       int hd, const float *v, size_t vs, int hdv, uint32_t len,  \
+	static void heads_##NG(const float *q, size_t qs, const float *kt, int hd,        \
+			       const float *v, size_t vs, int hdv, uint32_t len,          \
 			       float scale, float *o, size_t os, float *sc)               \
 	{                                                                                 \
 		const size_t ls = ((size_t)len + 15) & ~(size_t)15;                       \
 		float inv[4];                                                             \
                                                                                           \
-		scores_ng(NG, q, qs, kt, ks, hd, len, scale, sc, ls);                     \
+		scores_ng(NG, q, qs, kt, hd, len, scale, sc, ls);                         \
 		for (int g = 0; g < NG; g++)                                              \
 			inv[g] = softmax_row(sc + (size_t)g * ls, len);                   \
 		for (int c0 = 0; c0 < hdv; c0 += 64) {                                    \
@@ -206,10 +209,10 @@ void strata_attn_heads_avx512(STRATA_ATTN_HEADS_ARGS)
 		float *og = o + (size_t)g * ostride;
 
 		switch (G - g >= 4 ? 4 : G - g) {
-		case 1: heads_1(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
-		case 2: heads_2(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
-		case 3: heads_3(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
-		default: heads_4(qg, qstride, kt, kstride, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 1: heads_1(qg, qstride, kt, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 2: heads_2(qg, qstride, kt, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		case 3: heads_3(qg, qstride, kt, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
+		default: heads_4(qg, qstride, kt, hd, v, vstride, hdv, len, scale, og, ostride, sc); break;
 		}
 	}
 }

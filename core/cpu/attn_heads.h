@@ -11,9 +11,9 @@
 #include "attn.h"
 
 static inline void attn_heads_portable(const float *q, size_t qstride, int G, const float *kt,
-				       size_t kstride, int hd, const float *v, size_t vstride,
-				       int hdv, uint32_t len, float scale, float *o,
-				       size_t ostride, float *sc)
+				       int hd, const float *v, size_t vstride, int hdv,
+				       uint32_t len, float scale, float *o, size_t ostride,
+				       float *sc)
 {
 	for (int g = 0; g < G; g++) {
 		const float *qg = q + (size_t)g * qstride;
@@ -22,12 +22,16 @@ static inline void attn_heads_portable(const float *q, size_t qstride, int G, co
 
 		for (uint32_t j = 0; j < len; j++)
 			sc[j] = 0.0f;
-		for (int d = 0; d < hd; d++) {
-			const float *kr = kt + (size_t)d * kstride;
-			const float qd = qg[d];
+		for (uint32_t j0 = 0; j0 < len; j0 += 16) {
+			const uint32_t w = len - j0 < 16 ? len - j0 : 16;
 
-			for (uint32_t j = 0; j < len; j++)
-				sc[j] += qd * kr[j];
+			for (int d = 0; d < hd; d++) {
+				const float *kr = kt + strata_kt_at(hd, d, j0);
+				const float qd = qg[d];
+
+				for (uint32_t i = 0; i < w; i++)
+					sc[j0 + i] += qd * kr[i];
+			}
 		}
 		for (uint32_t j = 0; j < len; j++) {
 			sc[j] *= scale;
