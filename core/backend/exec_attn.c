@@ -9,8 +9,8 @@
  * small the head, and the positions in use lie together however large ctx.
  * Values are [n_kv][ctx][head_dim_v]: the output is a sum of value rows
  * weighted by the probabilities, accumulated in registers for all heads of
- * a KV group at once.  ctx (the cache tensor's ne[1]) is a multiple of 16, which the
- * score kernels read up to.
+ * a KV group at once.  ctx (the cache tensor's ne[1]) is a multiple of 16:
+ * whole tiles, which the score kernels read.
  */
 #include "backend/exec_int.h"
 
