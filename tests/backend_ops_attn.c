@@ -36,7 +36,7 @@ static const uint32_t g_seqs[4][6][2] = {
 	{ { 0, 40 }, { 40, 64 }, { 104, 1 } },
 	{ { 0, 300 }, { 300, 1 } },
 };
-#define ATTN_CTX 333 /* positions; the cache holds (333 + 15) & ~15 = 336 */
+#define ATTN_CTX 333 /* positions; the cache holds 336 (STRATA_ATTN_CTX_ALIGN) */
 
 /*
  * The selected cells of token t at position P (sparse attention): w entries,
@@ -82,7 +82,7 @@ static void sparse_cells(struct rig *R, int32_t *c, uint32_t w, uint32_t P, uint
 static void attn_run(struct rig *R, const struct attn_cfg *a, int sparse)
 {
 	const uint32_t code = sparse ? STRATA_OP_ATTN_SPARSE : STRATA_OP_ATTN, w = 24;
-	const uint32_t stride = (ATTN_CTX + 15) & ~15u;
+	const uint32_t stride = (ATTN_CTX + STRATA_ATTN_CTX_ALIGN - 1) & ~(STRATA_ATTN_CTX_ALIGN - 1);
 
 	for (int s = 0; s < (sparse ? 3 : 4); s++) {
 		const size_t state = 4 * (size_t)stride * a->nkv * (a->hd + a->hdv);

@@ -4,13 +4,15 @@
  * over it (ATTN_SPARSE: over the cells the indexer chose).
  *
  * The cache layout is this backend's own.  Keys are stored transposed in
- * tiles of 16 positions, [n_kv][ctx / 16][head_dim][16] (cpu/attn.h): a
- * query's scores are then sums of rows over positions, vectorised however
- * small the head, and the positions in use lie together however large ctx.
+ * tiles of STRATA_KT_TILE (16) positions, [n_kv][ctx / 16][head_dim][16]
+ * (cpu/attn.h): a query's scores are then sums of rows over positions,
+ * vectorised however small the head, and the positions in use lie together
+ * however large ctx.
  * Values are [n_kv][ctx][head_dim_v]: the output is a sum of value rows
  * weighted by the probabilities, accumulated in registers for all heads of
- * a KV group at once.  ctx (the cache tensor's ne[1]) is a multiple of 16:
- * whole tiles, which the score kernels read.
+ * a KV group at once.  ctx (the cache tensor's ne[1]) is a multiple of
+ * the tile (the core allocates STRATA_ATTN_CTX_ALIGN): whole tiles, which
+ * the score kernels read.
  */
 #include "backend/exec_int.h"
 
@@ -22,6 +24,9 @@
 #include "cpu/attn.h"
 #include "cpu/pool.h"
 #include "util/mem.h"
+
+_Static_assert(STRATA_ATTN_CTX_ALIGN % STRATA_KT_TILE == 0,
+	       "the core's caches hold whole key tiles");
 
 struct attn_task {
 	struct strata_exec *x;
@@ -91,7 +96,7 @@ int strata_exec_attn(struct strata_exec *x, const struct strata_op *op)
 	int nth = strata_exec_threads(x), rc;
 
 	if (!a.n_kv || a.n_head % a.n_kv || k->ne[0] != q->ne[0] || k->ne[2] != q->ne[2] ||
-	    v->ne[1] != k->ne[1] || a.ctx % 16 || (uint64_t)op->p.attn.pos + a.n > a.ctx ||
+	    v->ne[1] != k->ne[1] || a.ctx % STRATA_KT_TILE || (uint64_t)op->p.attn.pos + a.n > a.ctx ||
 	    (size_t)kc->ne[0] * kc->ne[1] * kc->ne[2] < (size_t)a.n_kv * a.hd * a.ctx ||
 	    op->dst->ne[0] != v->ne[0] || op->dst->ne[1] != q->ne[1])
 		return -EINVAL;
@@ -189,7 +194,7 @@ int strata_exec_attn_sparse(struct strata_exec *x, const struct strata_op *op)
 
 	if (!sel || sel->type != STRATA_TYPE_I32 || sel->ne[1] != q->ne[2] || !a.n_kv ||
 	    a.n_head % a.n_kv || k->ne[0] != q->ne[0] || k->ne[2] != q->ne[2] ||
-	    v->ne[1] != k->ne[1] || a.ctx % 16 || (uint64_t)op->p.attn.pos + a.n > a.ctx ||
+	    v->ne[1] != k->ne[1] || a.ctx % STRATA_KT_TILE || (uint64_t)op->p.attn.pos + a.n > a.ctx ||
 	    (size_t)kc->ne[0] * kc->ne[1] * kc->ne[2] < (size_t)a.n_kv * a.hd * a.ctx ||
 	    op->dst->ne[0] != v->ne[0] || op->dst->ne[1] != q->ne[1])
 		return -EINVAL;

@@ -20,28 +20,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Positions per key tile.  The kernels' vector splits assume 16. */
+#define STRATA_KT_TILE 16
+
+/* Floats in one key tile of a head of hd dimensions. */
+static inline size_t strata_kt_tile(int hd)
+{
+	return (size_t)STRATA_KT_TILE * (size_t)hd;
+}
+
+/* n positions rounded up to whole tiles. */
+static inline size_t strata_kt_round(size_t n)
+{
+	return (n + STRATA_KT_TILE - 1) / STRATA_KT_TILE * STRATA_KT_TILE;
+}
+
 /* Where position j's key dimension d lies in a KV head's tiles (hd dimensions). */
 static inline size_t strata_kt_at(int hd, int d, uint32_t j)
 {
-	return (size_t)(j / 16) * 16 * (size_t)hd + (size_t)d * 16 + j % 16;
+	return (size_t)(j / STRATA_KT_TILE) * strata_kt_tile(hd) + (size_t)d * STRATA_KT_TILE +
+	       j % STRATA_KT_TILE;
 }
-
-/*
- * sc[j] = scale * sum_{d < hd} q[d] * kt[strata_kt_at(hd, d, j)] for j < len.
- * Reads whole tiles: up to len rounded up to 16 (the cache holds them).
- */
-void strata_attn_scores(const float *q, const float *kt, int hd, uint32_t len, float scale,
-			float *sc);
 
 /*
  * Attention of the G query heads that share one KV head, over positions
  * [0, len): o[g] = sum_j softmax_j(scale * q[g] . k_j) * v_j.
  *   q   G rows of hd floats, qstride floats apart;
- *   kt  the keys in tiles of 16 positions (strata_kt_at), whole tiles
- *       readable (up to len rounded up to 16);
+ *   kt  the keys in tiles (strata_kt_at), whole tiles readable
+ *       (strata_kt_round(len) positions);
  *   v   the values: len rows of hdv floats, vstride floats apart;
  *   o   G rows of hdv floats, ostride floats apart (written);
- *   sc  scratch for 4 * (len rounded up to 16) floats.
+ *   sc  scratch for 4 * strata_kt_round(len) floats.
  * Loading each key and value once for all G heads is what makes grouped-query
  * attention cheaper than G separate heads.  len >= 1.
  */
@@ -50,13 +59,6 @@ void strata_attn_heads(const float *q, size_t qstride, int G, const float *kt, i
 		       size_t ostride, float *sc);
 
 /* Level-specific versions (kernels compiled with their own -m flags). */
-void strata_attn_scores_scalar(const float *q, const float *kt, int hd, uint32_t len,
-			       float scale, float *sc);
-void strata_attn_scores_avx2(const float *q, const float *kt, int hd, uint32_t len,
-			     float scale, float *sc);
-void strata_attn_scores_avx512(const float *q, const float *kt, int hd, uint32_t len,
-			       float scale, float *sc);
-
 #define STRATA_ATTN_HEADS_ARGS                                                        \
 	const float *q, size_t qstride, int G, const float *kt, int hd,                    \
 	const float *v, size_t vstride, int hdv, uint32_t len, float scale, float *o,      \

@@ -1,8 +1,7 @@
 /*
- * attn_avx2.c - attention with AVX2 + FMA: scores 32 positions (two key
- * tiles, attn.h) per pass for one head or 16 (one tile) for up to four heads
- * sharing the keys, a vector exp, and values accumulated in registers for up
- * to four heads.
+ * attn_avx2.c - attention with AVX2 + FMA: scores one key tile (attn.h) per
+ * pass for up to four heads sharing the keys, a vector exp, and values
+ * accumulated in registers for up to four heads.
  */
 #include "attn.h"
 
@@ -12,43 +11,8 @@
 
 #include "vexp.h"
 
-void strata_attn_scores_avx2(const float *q, const float *kt, int hd, uint32_t len,
-			     float scale, float *sc)
-{
-	const __m256 vs = _mm256_set1_ps(scale);
-	const size_t tile = 16 * (size_t)hd;
-	uint32_t j0 = 0;
-
-	for (; j0 + 32 <= len; j0 += 32) {
-		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-
-		for (int d = 0; d < hd; d++) {
-			const float *kr = kt + strata_kt_at(hd, d, j0);
-			__m256 qd = _mm256_set1_ps(q[d]);
-
-			a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr), a0);
-			a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr + 8), a1);
-			a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr + tile), a2);
-			a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kr + tile + 8), a3);
-		}
-		_mm256_storeu_ps(sc + j0, _mm256_mul_ps(a0, vs));
-		_mm256_storeu_ps(sc + j0 + 8, _mm256_mul_ps(a1, vs));
-		_mm256_storeu_ps(sc + j0 + 16, _mm256_mul_ps(a2, vs));
-		_mm256_storeu_ps(sc + j0 + 24, _mm256_mul_ps(a3, vs));
-	}
-	/* The tail reads whole 8-float groups: the cache holds whole tiles. */
-	for (; j0 < len; j0 += 8) {
-		__m256 a = _mm256_setzero_ps();
-		float tmp[8];
-
-		for (int d = 0; d < hd; d++)
-			a = _mm256_fmadd_ps(_mm256_set1_ps(q[d]),
-					    _mm256_loadu_ps(kt + strata_kt_at(hd, d, j0)), a);
-		_mm256_storeu_ps(tmp, _mm256_mul_ps(a, vs));
-		for (uint32_t i = 0; i < 8 && j0 + i < len; i++)
-			sc[j0 + i] = tmp[i];
-	}
-}
+/* scores_ng covers a tile with two 8-float vectors */
+_Static_assert(STRATA_KT_TILE == 16, "one key tile is two AVX2 vectors");
 
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 4")
@@ -71,7 +35,7 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, int hd, ui
 {
 	const __m256 vs = _mm256_set1_ps(scale);
 
-	for (uint32_t j0 = 0; j0 < len; j0 += 16) {
+	for (uint32_t j0 = 0; j0 < len; j0 += STRATA_KT_TILE) {
 		__m256 acc[4][2];
 
 		UNROLL for (int g = 0; g < NG; g++)
@@ -87,7 +51,7 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, int hd, ui
 				acc[g][1] = _mm256_fmadd_ps(qd, k1, acc[g][1]);
 			}
 		}
-		/* sc rows hold ls >= len rounded up to 16 floats */
+		/* sc rows hold ls = strata_kt_round(len) floats */
 		UNROLL for (int g = 0; g < NG; g++) {
 			_mm256_storeu_ps(sc + (size_t)g * ls + j0, _mm256_mul_ps(acc[g][0], vs));
 			_mm256_storeu_ps(sc + (size_t)g * ls + j0 + 8, _mm256_mul_ps(acc[g][1], vs));
@@ -162,7 +126,7 @@ AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, si
 			       const float *v, size_t vs, int hdv, uint32_t len,          \
 			       float scale, float *o, size_t os, float *sc)               \
 	{                                                                                 \
-		const size_t ls = ((size_t)len + 15) & ~(size_t)15;                       \
+		const size_t ls = strata_kt_round(len);                                   \
 		float inv[4];                                                             \
                                                                                           \
 		scores_ng(NG, q, qs, kt, hd, len, scale, sc, ls);                         \

@@ -1,8 +1,7 @@
 /*
  * attn_avx512.c - attention with AVX-512.  Scores: 64 positions (four key
- * tiles, attn.h) per pass,
- * accumulators kept in registers across every dimension of the head, for up
- * to four query heads that share the keys.  Softmax: a vector exp.  Values:
+ * tiles, attn.h) per pass, accumulators kept in registers across every
+ * dimension of the head, for up to four query heads that share the keys.  Softmax: a vector exp.  Values:
  * up to 64 value dimensions x four heads accumulated in registers while the
  * positions pass, each value row loaded once for all of them.
  */
@@ -14,41 +13,7 @@
 
 #include "vexp.h"
 
-void strata_attn_scores_avx512(const float *q, const float *kt, int hd, uint32_t len,
-			       float scale, float *sc)
-{
-	const __m512 vs = _mm512_set1_ps(scale);
-	const size_t tile = 16 * (size_t)hd;
-	uint32_t j0 = 0;
-
-	for (; j0 + 64 <= len; j0 += 64) {
-		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-
-		for (int d = 0; d < hd; d++) {
-			const float *kr = kt + strata_kt_at(hd, d, j0);
-			__m512 qd = _mm512_set1_ps(q[d]);
-
-			a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr), a0);
-			a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + tile), a1);
-			a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + 2 * tile), a2);
-			a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kr + 3 * tile), a3);
-		}
-		_mm512_storeu_ps(sc + j0, _mm512_mul_ps(a0, vs));
-		_mm512_storeu_ps(sc + j0 + 16, _mm512_mul_ps(a1, vs));
-		_mm512_storeu_ps(sc + j0 + 32, _mm512_mul_ps(a2, vs));
-		_mm512_storeu_ps(sc + j0 + 48, _mm512_mul_ps(a3, vs));
-	}
-	for (; j0 < len; j0 += 16) {
-		__mmask16 m = len - j0 >= 16 ? (__mmask16)0xffff
-					      : (__mmask16)((1u << (len - j0)) - 1);
-		__m512 a = _mm512_setzero_ps();
-
-		for (int d = 0; d < hd; d++)
-			a = _mm512_fmadd_ps(_mm512_set1_ps(q[d]),
-					    _mm512_maskz_loadu_ps(m, kt + strata_kt_at(hd, d, j0)), a);
-		_mm512_mask_storeu_ps(sc + j0, m, _mm512_mul_ps(a, vs));
-	}
-}
+_Static_assert(STRATA_KT_TILE == 16, "one key tile is one AVX-512 vector");
 
 #define AI static inline __attribute__((always_inline))
 /* the head and column loops must unroll: their accumulators are registers */
@@ -70,7 +35,7 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, int hd, ui
 		  float scale, float *sc, size_t ls)
 {
 	const __m512 vs = _mm512_set1_ps(scale);
-	const size_t tile = 16 * (size_t)hd;
+	const size_t tile = strata_kt_tile(hd);
 	uint32_t j0 = 0;
 
 	for (; j0 + 64 <= len; j0 += 64) {
@@ -97,7 +62,7 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, int hd, ui
 				_mm512_storeu_ps(sc + (size_t)g * ls + j0 + 16 * i,
 						 _mm512_mul_ps(acc[g][i], vs));
 	}
-	for (; j0 < len; j0 += 16) {
+	for (; j0 < len; j0 += STRATA_KT_TILE) {
 		const __mmask16 m = tail_mask(len - j0);
 		__m512 acc[4];
 
@@ -184,7 +149,7 @@ AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, si
 			       const float *v, size_t vs, int hdv, uint32_t len,          \
 			       float scale, float *o, size_t os, float *sc)               \
 	{                                                                                 \
-		const size_t ls = ((size_t)len + 15) & ~(size_t)15;                       \
+		const size_t ls = strata_kt_round(len);                                   \
 		float inv[4];                                                             \
                                                                                           \
 		scores_ng(NG, q, qs, kt, hd, len, scale, sc, ls);                         \

@@ -22,8 +22,8 @@ static inline void attn_heads_portable(const float *q, size_t qstride, int G, co
 
 		for (uint32_t j = 0; j < len; j++)
 			sc[j] = 0.0f;
-		for (uint32_t j0 = 0; j0 < len; j0 += 16) {
-			const uint32_t w = len - j0 < 16 ? len - j0 : 16;
+		for (uint32_t j0 = 0; j0 < len; j0 += STRATA_KT_TILE) {
+			const uint32_t w = len - j0 < STRATA_KT_TILE ? len - j0 : STRATA_KT_TILE;
 
 			for (int d = 0; d < hd; d++) {
 				const float *kr = kt + strata_kt_at(hd, d, j0);

@@ -161,7 +161,9 @@ enum strata_op_code {
 	 * [head_dim_v, n_kv, n]; src[3], src[4]: this layer's K and V cache,
 	 * F32 tensors of at least n_kv * head_dim * ctx and n_kv * head_dim_v
 	 * * ctx values (ctx = src[3]->ne[1]) in a layout private to the
-	 * backend (only this op and its snapshots touch them).  The n new
+	 * backend (only this op and its snapshots touch them); ctx is a
+	 * multiple of STRATA_ATTN_CTX_ALIGN, so a backend may keep its cache
+	 * in tiles of that many positions and read whole tiles.  The n new
 	 * keys and values are stored at positions p.attn.pos .. pos + n - 1,
 	 * then query t (query head h reading KV head h / (n_head / n_kv))
 	 * attends to positions 0 .. pos + t with scores scaled by p.attn.scale.
@@ -270,6 +272,9 @@ enum strata_op_code {
 };
 
 #define STRATA_OP_MAX_SRC 8
+
+/* The KV caches' position counts (ATTN's ctx) are multiples of this. */
+#define STRATA_ATTN_CTX_ALIGN 16u
 
 #define STRATA_ROPE_MODE_NORM 0
 #define STRATA_ROPE_MODE_NEOX 2
