@@ -72,6 +72,7 @@ void strata_exec_free(struct strata_exec *x)
 	strata_aligned_free(x->dn_g);
 	strata_aligned_free(x->dn_beta);
 	strata_aligned_free(x->dn_rule);
+	strata_aligned_free(x->dn_kern);
 	strata_aligned_free(x->qsa_pooled);
 	strata_aligned_free(x->qsa_scratch);
 	free(x);

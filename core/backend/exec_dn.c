@@ -79,29 +79,25 @@ size_t strata_dn_rule_scratch(uint32_t dk, uint32_t dv)
 {
 	const size_t C = STRATA_DN_CHUNK;
 
-	/* G, Kc, Kt, A, T, Y, Yt, Dt, Sx (more than the recurrence's 2 dk + 2 dv) */
-	return C + 2 * C * dk + 2 * C * C + 3 * C * dv + (size_t)dv * dk;
+	/* G, Kc, Kt, A, T, E, Y, Yt, Dt, Sx (more than the recurrence's 2 dk + 2 dv) */
+	return C + 2 * C * dk + 3 * C * C + 3 * C * dv + (size_t)dv * dk;
 }
 
 /*
  * T = (I + L)^-1 for the strictly lower L in A (c x c, row stride c), by
  * forward substitution: row i of T is e_i - sum_{j<i} L[i][j] T[j], and T[j]
- * is zero past column j.
+ * is zero past column j (the row updates are the SIMD level's axpy: as a
+ * scalar loop they were half of the chunked rule's own time).
  */
 static void unit_lower_inverse(const float *A, uint32_t c, float *T)
 {
 	memset(T, 0, (size_t)c * c * sizeof(float));
 	for (uint32_t i = 0; i < c; i++) {
-		float *restrict Ti = T + (size_t)i * c;
+		float *Ti = T + (size_t)i * c;
 
 		Ti[i] = 1.0f;
-		for (uint32_t j = 0; j < i; j++) {
-			const float *restrict Tj = T + (size_t)j * c;
-			const float l = A[(size_t)i * c + j];
-
-			for (uint32_t x = 0; x <= j; x++)
-				Ti[x] -= l * Tj[x];
-		}
+		for (uint32_t j = 0; j < i; j++)
+			strata_axpy_f32(Ti, -A[(size_t)i * c + j], T + (size_t)j * c, j + 1);
 	}
 }
 
@@ -112,7 +108,8 @@ static void dn_chunk(const float *q, const float *k, const float *v, size_t ldq,
 {
 	const size_t C = STRATA_DN_CHUNK;
 	float *G = scratch, *Kc = G + C, *Kt = Kc + C * dk, *A = Kt + C * dk, *T = A + C * C;
-	float *Y = T + C * C, *Yt = Y + C * dv, *Dt = Yt + C * dv, *Sx = Dt + C * dv;
+	float *E = T + C * C, *Y = E + C * C, *Yt = Y + C * dv, *Dt = Yt + C * dv;
+	float *Sx = Dt + C * dv;
 	float acc = 0.0f, glast;
 
 	for (uint32_t i = 0; i < c; i++) {
@@ -120,11 +117,15 @@ static void dn_chunk(const float *q, const float *k, const float *v, size_t ldq,
 		G[i] = acc;
 		memcpy(Kc + (size_t)i * dk, k + i * ldk, dk * sizeof(float));
 	}
+	/* the decays e^(G_i-G_j), j <= i, once for both masks below */
+	for (uint32_t i = 0; i < c; i++)
+		for (uint32_t j = 0; j <= i; j++)
+			E[(size_t)i * c + j] = expf(G[i] - G[j]);
 	/* L[i][j] = beta_i e^(G_i-G_j) k_i.k_j below the diagonal, and T = (I + L)^-1 */
 	mm(Kc, c, dk, Kc, dk, c, A, c);
 	for (uint32_t i = 0; i < c; i++)
 		for (uint32_t j = 0; j < i; j++)
-			A[(size_t)i * c + j] *= beta[i * ldg] * expf(G[i] - G[j]);
+			A[(size_t)i * c + j] *= beta[i * ldg] * E[(size_t)i * c + j];
 	unit_lower_inverse(A, c, T);
 	/* D = T (diag(beta) V - diag(beta e^G) K S0^T), built transposed (S is [dv][dk]) */
 	mm(S, dv, dk, Kc, dk, c, Y, dv);
@@ -140,17 +141,14 @@ static void dn_chunk(const float *q, const float *k, const float *v, size_t ldq,
 	mm(S, dv, dk, q, ldq, c, o, ldo);
 	mm(Kc, c, dk, q, ldq, c, A, c);
 	for (uint32_t i = 0; i < c; i++) {
-		const float gi = expf(G[i]);
-
 		for (uint32_t j = 0; j < c; j++)
-			A[(size_t)i * c + j] = j <= i ? A[(size_t)i * c + j] * expf(G[i] - G[j]) : 0.0f;
-		for (uint32_t x = 0; x < dv; x++)
-			o[i * ldo + x] *= gi;
+			A[(size_t)i * c + j] = j <= i ? A[(size_t)i * c + j] * E[(size_t)i * c + j]
+						      : 0.0f;
+		strata_scale_mul_f32(o + i * ldo, o + i * ldo, expf(G[i]), NULL, dv);
 	}
 	mm(Dt, dv, c, A, c, c, Y, dv);
-	for (uint32_t i = 0; i < c; i++)
-		for (uint32_t x = 0; x < dv; x++)
-			o[i * ldo + x] += Y[(size_t)i * dv + x];
+	for (uint32_t i = 0; i < c; i++) /* o + 1 * y: the sum's bits with or without FMA */
+		strata_axpy_f32(o + i * ldo, 1.0f, Y + (size_t)i * dv, dv);
 	/* S = e^(G_C) S0 + D^T diag(e^(G_C-G)) K, with Kt that K transposed */
 	glast = G[c - 1];
 	for (uint32_t j = 0; j < c; j++) {
@@ -192,11 +190,6 @@ static inline uint32_t key_head(const struct dn_task *a, uint32_t h, uint32_t nk
 	return a->tiled ? h % nk : h / r;
 }
 
-static inline float silu(float x)
-{
-	return x / (1.0f + expf(-x));
-}
-
 static inline float softplus(float x)
 {
 	/* ggml's threshold: beyond 20 log1p(e^x) == x in float */
@@ -205,29 +198,31 @@ static inline float softplus(float x)
 
 /*
  * x *= scale / max(|x|, eps) (qwen3next), or scale / sqrt(|x|^2 + eps)
- * (qwen4exp: llama.cpp's build_gdn_l2_norm, an RMSNorm rescaled).
+ * (qwen4exp: llama.cpp's build_gdn_l2_norm, an RMSNorm rescaled).  The sum
+ * of squares in double, as RMSNorm's (a serial double sum was a tenth of a
+ * qwen3next prompt's conv step).
  */
 static void l2norm(float *x, uint32_t n, float eps, float scale, int tiled)
 {
-	double ss = 0.0;
+	const double ss = strata_sumsq_f32(x, n);
 	float norm;
 
-	for (uint32_t i = 0; i < n; i++)
-		ss += (double)x[i] * x[i];
 	if (tiled) {
 		scale = (float)(scale / sqrt(ss + eps));
 	} else {
 		norm = (float)sqrt(ss);
 		scale /= norm > eps ? norm : eps;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		x[i] *= scale;
+	strata_scale_mul_f32(x, x, scale, NULL, n);
 }
 
 /*
  * Tokens split over the shares: the causal conv of every channel (the input
  * of token t and its d_conv-1 predecessors, the first ones from the state),
- * SiLU, the q and k L2 norms, and each value head's decay and beta.
+ * SiLU, the q and k L2 norms, and each value head's decay and beta.  The
+ * kernel is read transposed (x->dn_kern, tap j of every channel together),
+ * so each tap is one pass of unit stride over the channels; a token's sums
+ * are the same at any batch size.
  */
 static void conv_worker(void *arg, int ith, int nth)
 {
@@ -238,7 +233,7 @@ static void conv_worker(void *arg, int ith, int nth)
 	const uint32_t dk = op->p.dn.d_state, nv = op->p.dn.n_head_v, r = nv / nk;
 	const float qscale = 1.0f / sqrtf((float)dk), eps = op->p.dn.eps;
 	const float *qkv = strata_tensor_data(op->src[0]), *ba0 = strata_tensor_data(op->src[2]);
-	const float *state = strata_tensor_data(op->src[3]), *kern = strata_tensor_data(op->src[5]);
+	const float *state = strata_tensor_data(op->src[3]), *kern = x->dn_kern;
 	const float *dt_bias = strata_tensor_data(op->src[6]), *A = strata_tensor_data(op->src[7]);
 	long begin, end;
 
@@ -253,11 +248,9 @@ static void conv_worker(void *arg, int ith, int nth)
 			const float *in = src < 0 ? state + (size_t)(t + j) * ch
 						  : qkv + (size_t)src * a->ld_qkv;
 
-			for (uint32_t c = 0; c < ch; c++)
-				y[c] += kern[(size_t)c * K + j] * in[c];
+			strata_mul_acc_f32(y, kern + (size_t)j * ch, in, ch);
 		}
-		for (uint32_t c = 0; c < ch; c++)
-			y[c] = silu(y[c]);
+		strata_sigmoid_mul_f32(y, y, y, ch); /* SiLU */
 		for (uint32_t h = 0; h < nk; h++) {
 			l2norm(y + (size_t)h * dk, dk, eps, qscale, a->tiled);
 			l2norm(y + (size_t)(nk + h) * dk, dk, eps, 1.0f, a->tiled);
@@ -309,18 +302,15 @@ static void head_worker(void *arg, int ith, int nth)
 		for (uint32_t t = 0; t < a->n; t++) {
 			float *ot = o + t * a->ld_o;
 			const float *zt = z0 + t * a->ld_z + (size_t)h * dv;
-			double ss = 0.0;
-			float sc;
+			const double ss = strata_sumsq_f32(ot, dv);
 
-			for (uint32_t i = 0; i < dv; i++)
-				ss += (double)ot[i] * ot[i];
-			sc = (float)(1.0 / sqrt(ss / dv + op->p.dn.eps));
+			/* RMSNorm(o) * norm, then times sigmoid(z) (tiled) or silu(z) */
+			strata_scale_mul_f32(ot, ot, (float)(1.0 / sqrt(ss / dv + op->p.dn.eps)), norm,
+					     dv);
 			if (a->tiled)
-				for (uint32_t i = 0; i < dv; i++)
-					ot[i] = ot[i] * sc * norm[i] / (1.0f + expf(-zt[i]));
+				strata_sigmoid_mul_f32(ot, ot, zt, dv);
 			else
-				for (uint32_t i = 0; i < dv; i++)
-					ot[i] = ot[i] * sc * norm[i] * silu(zt[i]);
+				strata_silu_mul_f32(ot, zt, ot, dv);
 		}
 	}
 }
@@ -335,6 +325,17 @@ static void conv_state_update(float *conv, const float *qkv, size_t ld, uint32_t
 		(size_t)from_state * ch * sizeof(float));
 	for (uint32_t i = from_state; i < keep; i++)
 		memcpy(conv + (size_t)i * ch, qkv + (size_t)(n - keep + i) * ld, ch * sizeof(float));
+}
+
+/* The conv kernel [conv_ch][d_conv] (src[5]) as [d_conv][conv_ch] in kt. */
+static void conv_kernel_t(const struct strata_op *op, uint32_t ch, float *kt)
+{
+	const float *kern = strata_tensor_data(op->src[5]);
+	const uint32_t K = op->p.dn.d_conv;
+
+	for (uint32_t c = 0; c < ch; c++)
+		for (uint32_t j = 0; j < K; j++)
+			kt[(size_t)j * ch + c] = kern[(size_t)c * K + j];
 }
 
 static int dn_check(const struct strata_op *op, uint32_t n, uint32_t ch)
@@ -376,8 +377,11 @@ int strata_exec_deltanet(struct strata_exec *x, const struct strata_op *op)
 	    (rc = strata_exec_grow((void **)&x->dn_rule, &x->cap_rule,
 				   (size_t)nth * strata_dn_rule_scratch(op->p.dn.d_state,
 									op->p.dn.d_head_v),
-				   sizeof(float))))
+				   sizeof(float))) ||
+	    (rc = strata_exec_grow((void **)&x->dn_kern, &x->cap_kern,
+				   (size_t)op->p.dn.d_conv * ch, sizeof(float))))
 		return rc;
+	conv_kernel_t(op, ch, x->dn_kern);
 	/* A token's conv is a few thousand MACs: only batches wake the pool. */
 	if (x->pool)
 		strata_pool_run_n(x->pool, conv_worker, &task, conv_nth);

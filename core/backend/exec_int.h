@@ -20,9 +20,10 @@ struct strata_exec {
 	/* ATTN: 4 * ctx floats of scores per thread */
 	float *scores;
 	size_t scores_per, scores_threads;
-	/* DELTANET: conv output, decay and beta per token, one rule scratch per head share */
-	float *dn_xc, *dn_g, *dn_beta, *dn_rule;
-	size_t cap_xc, cap_g, cap_beta, cap_rule;
+	/* DELTANET: conv output, decay and beta per token, one rule scratch per head
+	 * share, the conv kernel transposed ([d_conv][conv_ch]) */
+	float *dn_xc, *dn_g, *dn_beta, *dn_rule, *dn_kern;
+	size_t cap_xc, cap_g, cap_beta, cap_rule, cap_kern;
 	/* QSA_SELECT: pooled block keys; per thread a query's scores and cells */
 	float *qsa_pooled, *qsa_scratch;
 	size_t cap_qsa_pooled, cap_qsa_scratch;

@@ -332,6 +332,11 @@ void strata_axpby_f32(float *y, float a, const float *x, float b, int64_t n)
 	cur_level()->axpby_f32(y, a, x, b, n);
 }
 
+void strata_mul_acc_f32(float *y, const float *a, const float *b, int64_t n)
+{
+	cur_level()->mul_acc_f32(y, a, b, n);
+}
+
 void strata_silu_mul_f32(float *o, const float *g, const float *u, int64_t n)
 {
 	cur_level()->silu_mul_f32(o, g, u, n);

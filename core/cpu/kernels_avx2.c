@@ -384,6 +384,22 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n)
 	}
 }
 
+static void mul_acc_f32(float *y, const float *a, const float *b, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i),
+							_mm256_loadu_ps(y + i)));
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+
+		_mm256_maskstore_ps(y + i, m,
+			_mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m),
+					_mm256_maskload_ps(y + i, m)));
+	}
+}
+
 static void axpby_f32(float *y, float a, const float *x, float b, int64_t n)
 {
 	const __m256 av = _mm256_set1_ps(a), bv = _mm256_set1_ps(b);
@@ -501,6 +517,7 @@ const struct strata_kern_level strata_kern_avx2 = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.mul_acc_f32 = mul_acc_f32,
 	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,

@@ -406,6 +406,22 @@ static void axpy_f32(float *y, float a, const float *x, int64_t n)
 	}
 }
 
+static void mul_acc_f32(float *y, const float *a, const float *b, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i),
+							_mm512_loadu_ps(y + i)));
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+
+		_mm512_mask_storeu_ps(y + i, m,
+			_mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i),
+					_mm512_maskz_loadu_ps(m, y + i)));
+	}
+}
+
 static void axpby_f32(float *y, float a, const float *x, float b, int64_t n)
 {
 	const __m512 av = _mm512_set1_ps(a), bv = _mm512_set1_ps(b);
@@ -523,6 +539,7 @@ const struct strata_kern_level strata_kern_avx512 = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.mul_acc_f32 = mul_acc_f32,
 	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,

@@ -98,6 +98,7 @@ struct strata_kern_level {
 	float (*dot_f32)(const float *a, const float *b, int64_t n);
 	void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
 	void (*axpby_f32)(float *y, float a, const float *x, float b, int64_t n);
+	void (*mul_acc_f32)(float *y, const float *a, const float *b, int64_t n);
 	/* o = g / (1 + exp(-g)) * u and o = x / (1 + exp(-y)); o may be g or x */
 	void (*silu_mul_f32)(float *o, const float *g, const float *u, int64_t n);
 	void (*sigmoid_mul_f32)(float *o, const float *x, const float *y, int64_t n);

@@ -260,6 +260,12 @@ static void axpby_f32(float *y, float a, const float *x, float b, int64_t n)
 		y[i] = b * y[i] + a * x[i];
 }
 
+static void mul_acc_f32(float *y, const float *a, const float *b, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] += a[i] * b[i];
+}
+
 /* Eight partial sums in double (kernels.h: strata_sumsq_f32): the order
  * every level keeps, so RMSNorm gives the same bits at each. */
 static double sumsq_f32(const float *x, int64_t n)
@@ -354,6 +360,7 @@ const struct strata_kern_level strata_kern_scalar = {
 	},
 	.dot_f32 = dot_f32,
 	.axpy_f32 = axpy_f32,
+	.mul_acc_f32 = mul_acc_f32,
 	.axpby_f32 = axpby_f32,
 	.silu_mul_f32 = silu_mul_f32,
 	.sigmoid_mul_f32 = sigmoid_mul_f32,
