@@ -13,51 +13,61 @@
 #define Q6K_BYTES 210 /* GGUF: ql[128], qh[64], scales[16], d */
 #define ROWS STRATA_Q6K_R16_ROWS
 
-/* Where 4-byte run i (0..31) of a row's ql, and run i (0..15) of its qh,
- * go for row j. */
-static size_t ql_off(int j, int i)
+/* Where byte l (0..31: column l / 4, byte l % 4) of half n, plane p, lies
+ * for row j. */
+static size_t val_off(int j, int n, int p, int l)
 {
-	const int n = i / 16, s = (i / 8) % 2, c = i % 8;
-
-	return 1024 * (size_t)n + 512 * (size_t)s + 64 * (size_t)c + 32 * (size_t)(j / 8) +
-	       4 * (size_t)(j % 8);
+	return STRATA_Q6K_R16_HALF * (size_t)n + STRATA_Q6K_R16_COL * (size_t)(l / 4) +
+	       64 * (size_t)p + 32 * (size_t)(j / 8) + 4 * (size_t)(j % 8) + (size_t)(l % 4);
 }
 
-static size_t qh_off(int j, int i)
+/* GGUF's 6-bit value of weight 128 n + 32 qq + l (Q6_K: ql, then qh). */
+static unsigned q6_val(const uint8_t *blk, int n, int qq, int l)
 {
-	return STRATA_Q6K_R16_QH + 512 * (size_t)(i / 8) + 64 * (size_t)(i % 8) +
-	       32 * (size_t)(j / 8) + 4 * (size_t)(j % 8);
+	const uint8_t ql = blk[64 * n + 32 * (qq % 2) + l], qh = blk[128 + 32 * n + l];
+
+	return (unsigned)((qq < 2 ? ql & 15 : ql >> 4) | ((qh >> (2 * qq)) & 3) << 4);
 }
 
 void strata_q6_k_r16_pack(const uint8_t *const w[ROWS], int64_t nb, uint8_t *dst)
 {
 	for (int64_t b = 0; b < nb; b++) {
 		uint8_t *o = dst + b * STRATA_Q6K_R16_SB;
-		const uint8_t *blk[ROWS];
 
 		for (int j = 0; j < ROWS; j++) {
-			blk[j] = w[j] + b * Q6K_BYTES;
+			const uint8_t *blk = w[j] + b * Q6K_BYTES;
+
 			for (int k = 0; k < 16; k++)
-				o[STRATA_Q6K_R16_SC + 16 * k + j] = blk[j][192 + k];
-			memcpy(o + STRATA_Q6K_R16_D + 2 * j, blk[j] + 208, 2);
+				o[STRATA_Q6K_R16_SC + 16 * k + j] = blk[192 + k];
+			memcpy(o + STRATA_Q6K_R16_D + 2 * j, blk + 208, 2);
+			for (int n = 0; n < 2; n++)
+				for (int l = 0; l < 32; l++) {
+					const unsigned v0 = q6_val(blk, n, 0, l), v1 = q6_val(blk, n, 1, l);
+					const unsigned v2 = q6_val(blk, n, 2, l), v3 = q6_val(blk, n, 3, l);
+
+					o[val_off(j, n, 0, l)] = (uint8_t)(v0 | (v2 >> 4) << 6);
+					o[val_off(j, n, 1, l)] = (uint8_t)(v1 | (v3 >> 4) << 6);
+					o[val_off(j, n, 2, l)] = (uint8_t)((v2 & 15) | (v3 & 15) << 4);
+				}
 		}
-		/* in the order of the output, 4-byte runs: a load pass over GBs */
-		for (int i = 0; i < 32; i++)
-			for (int j = 0; j < ROWS; j++)
-				memcpy(o + ql_off(j, i), blk[j] + 4 * i, 4);
-		for (int i = 0; i < 16; i++)
-			for (int j = 0; j < ROWS; j++)
-				memcpy(o + qh_off(j, i), blk[j] + 128 + 4 * i, 4);
 	}
 }
 
 /* Row j's GGUF block back from a repacked super-block. */
 static void gguf_block(const uint8_t *sb, int j, uint8_t blk[Q6K_BYTES])
 {
-	for (int i = 0; i < 32; i++)
-		memcpy(blk + 4 * i, sb + ql_off(j, i), 4);
-	for (int i = 0; i < 16; i++)
-		memcpy(blk + 128 + 4 * i, sb + qh_off(j, i), 4);
+	for (int n = 0; n < 2; n++)
+		for (int l = 0; l < 32; l++) {
+			const unsigned b0 = sb[val_off(j, n, 0, l)], b1 = sb[val_off(j, n, 1, l)];
+			const unsigned b2 = sb[val_off(j, n, 2, l)];
+			const unsigned v[4] = { b0 & 63, b1 & 63, (b2 & 15) | (b0 >> 6) << 4,
+						(b2 >> 4) | (b1 >> 6) << 4 };
+
+			blk[64 * n + l] = (uint8_t)((v[0] & 15) | (v[2] & 15) << 4);
+			blk[64 * n + 32 + l] = (uint8_t)((v[1] & 15) | (v[3] & 15) << 4);
+			blk[128 + 32 * n + l] = (uint8_t)(v[0] >> 4 | (v[1] >> 4) << 2 |
+							  (v[2] >> 4) << 4 | (v[3] >> 4) << 6);
+		}
 	for (int k = 0; k < 16; k++)
 		blk[192 + k] = sb[STRATA_Q6K_R16_SC + 16 * k + j];
 	memcpy(blk + 208, sb + STRATA_Q6K_R16_D + 2 * j, 2);

@@ -8,18 +8,20 @@
  * its super-blocks (256 columns) follow one another, 3360 bytes each (so
  * every other one starts 32 bytes off a 64-byte line):
  *
- *   0    2048 bytes  ql: half n (0, 1) x part s (0, 1) x column c (0..7),
- *                    64 bytes each at 1024 n + 512 s + 64 c: GGUF's
- *                    ql[64 n + 32 s + 4 c .. + 3] of rows 0..7 (4 bytes a
- *                    row), then of rows 8..15
- *   2048 1024 bytes  qh: half n x column c at 2048 + 512 n + 64 c:
- *                    qh[32 n + 4 c .. + 3], rows 0..7 then 8..15
+ *   0    3072 bytes  the 6-bit values: half n (0, 1) x column c (0..7) x
+ *                    plane p (0..2), 64 bytes each at 1536 n + 192 c + 64 p:
+ *                    four bytes a row, rows 0..7 then 8..15
  *   3072  256 bytes  scales (int8): scale k of row r at 3072 + 16 k + r
  *   3328   32 bytes  d, fp16, rows 0..15
  *
- * From one (ql s = 0, ql s = 1, qh) triple of column c in half n come four
- * vectors of 6-bit values, four of each row: values 128 n + 32 qq + 4 c ..
- * + 3 for qq = 0..3 (GGUF's order), in sub-block 8 n + 2 qq + c / 4.
+ * Byte i (0..3) of a row in column c of half n holds, with v_qq the 6-bit
+ * value of weight 128 n + 32 qq + 4 c + i (GGUF's order; sub-block 8 n +
+ * 2 qq + c / 4):
+ *   plane 0: v_0 | (v_2 >> 4) << 6     plane 1: v_1 | (v_3 >> 4) << 6
+ *   plane 2: (v_2 & 15) | (v_3 & 15) << 4
+ * so v_0 and v_1 take one AND each and v_2, v_3 four and five operations
+ * (11 a 128 values; GGUF's ql/qh split took 17-18): two whole 6-bit values
+ * and two split ones in every three bytes.
  *
  * Float order, at every level and batch size: per super-block the exact
  * integer sum S = sum sc_j (dot_j - 32 bsum_j), then y = fma(float(S),
@@ -35,7 +37,8 @@
 
 #define STRATA_Q6K_R16_ROWS 16
 #define STRATA_Q6K_R16_SB 3360 /* one super-block of sixteen rows */
-#define STRATA_Q6K_R16_QH 2048 /* offset of the high bits */
+#define STRATA_Q6K_R16_HALF 1536 /* bytes of one half's values */
+#define STRATA_Q6K_R16_COL 192   /* bytes of one column's three planes */
 #define STRATA_Q6K_R16_SC 3072 /* offset of the scale planes */
 #define STRATA_Q6K_R16_D 3328  /* offset of the row scales */
 

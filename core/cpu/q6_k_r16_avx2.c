@@ -3,9 +3,9 @@
  * activations at the AVX2 level, any number of tokens (built with -mavx2
  * -mfma -mf16c).
  *
- * Each 32-byte half of a column's ql and qh vectors is eight rows: two
- * vectors of 6-bit values come out of them, and per token vpmaddubsw makes
- * the pair sums against the broadcast activations; two columns add in
+ * Each 32-byte half of a column's three planes is eight rows: four vectors
+ * of 6-bit values come out of them (q6_k_r16.h), and per token vpmaddubsw
+ * makes the pair sums against the broadcast activations; two columns add in
  * int16 (2 x 2 x 63 x 127 fits) before one vpmaddwd applies the rows'
  * sub-block scales.  One token reads both halves in one pass; more take
  * one half at a time, four tokens per tile.  Float order: the one
@@ -40,13 +40,17 @@ AI __m256i bcast32(const int8_t *p)
 	return _mm256_set1_epi32(v);
 }
 
-/* qh's bits 2 qq, 2 qq + 1 at bits 4, 5 of each byte (others: garbage) */
-AI __m256i qh_bits(__m256i h, int qq)
+/*
+ * The values of one column (eight rows) out of plane ps (0, 1) and plane 2:
+ * *vl gets v_ps, *vh v_{ps+2} (q6_k_r16.h).
+ */
+AI void unpack(__m256i bp, __m256i b2, int ps, __m256i *vl, __m256i *vh)
 {
-	return qq == 0 ? _mm256_slli_epi16(h, 4)
-	       : qq == 1 ? _mm256_slli_epi16(h, 2)
-	       : qq == 2 ? h
-			 : _mm256_srli_epi16(h, 2);
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+
+	*vl = _mm256_and_si256(bp, _mm256_set1_epi8(0x3f));
+	*vh = _mm256_or_si256(_mm256_and_si256(ps ? _mm256_srli_epi16(b2, 4) : b2, m4),
+			      _mm256_and_si256(_mm256_srli_epi16(bp, 2), m30));
 }
 
 /* Rows 8 hf .. 8 hf + 7 of scale planes a and b, interleaved, as int16. */
@@ -66,7 +70,6 @@ AI __m256i pairs(const uint8_t *sc, int ka, int kb, int hf)
 AI void tile(int NT, int NH, const struct strata_mm_args *a, const uint8_t *g, int h0,
 	     int64_t t0, __m256 y[TT][2])
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
 	const int64_t k = a->k, nb = k / QK;
 	/* the first pass over the group reads it from memory: prefetch */
 	const int pf = t0 == 0 && h0 == 0;
@@ -107,9 +110,8 @@ AI void tile(int NT, int NH, const struct strata_mm_args *a, const uint8_t *g, i
 		for (int n = 0; n < 2; n++)
 			for (int cb = 0; cb < 2; cb++) /* columns 4 cb .. 4 cb + 3 */
 				UNROLL for (int ps = 0; ps < 2; ps++) {
-					/* ql part ps: low nibbles qq = ps, high ones qq = ps + 2 */
-					const uint8_t *ql = sb + 1024 * n + 512 * ps + 32 * h0;
-					const uint8_t *qh = sb + STRATA_Q6K_R16_QH + 512 * n + 32 * h0;
+					/* plane ps: qq = ps; with plane 2, qq = ps + 2 */
+					const uint8_t *col = sb + STRATA_Q6K_R16_HALF * n + 32 * h0;
 					const int jl = 8 * n + 2 * ps + cb, jh = jl + 4;
 
 					UNROLL for (int cp = 0; cp < 2; cp++) {
@@ -119,24 +121,20 @@ AI void tile(int NT, int NH, const struct strata_mm_args *a, const uint8_t *g, i
 							UNROLL for (int hh = 0; hh < NH; hh++)
 								lo[u][hh] = hi[u][hh] = _mm256_setzero_si256();
 						UNROLL for (int c = 4 * cb + 2 * cp; c < 4 * cb + 2 * cp + 2; c++) {
-							if (pf) {
-								_mm_prefetch((const char *)ql + PF_DIST + 64 * c,
-									     _MM_HINT_T0);
-								if (!ps)
-									_mm_prefetch((const char *)qh + PF_DIST + 64 * c,
+							const uint8_t *cp3 = col + STRATA_Q6K_R16_COL * c;
+
+							if (pf && !ps)
+								for (int l = 0; l < STRATA_Q6K_R16_COL; l += 64)
+									_mm_prefetch((const char *)cp3 + PF_DIST + l,
 										     _MM_HINT_T0);
-							}
 							UNROLL for (int hh = 0; hh < NH; hh++) {
-								const __m256i q = _mm256_load_si256(
-									(const __m256i *)(ql + 64 * c + 32 * hh));
-								const __m256i h = _mm256_load_si256(
-									(const __m256i *)(qh + 64 * c + 32 * hh));
-								const __m256i vl = _mm256_or_si256(
-									_mm256_and_si256(q, m4),
-									_mm256_and_si256(qh_bits(h, ps), m30));
-								const __m256i vh = _mm256_or_si256(
-									_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-									_mm256_and_si256(qh_bits(h, ps + 2), m30));
+								__m256i vl, vh;
+
+								unpack(_mm256_load_si256((const __m256i *)(
+									       cp3 + 64 * ps + 32 * hh)),
+								       _mm256_load_si256((const __m256i *)(
+									       cp3 + 128 + 32 * hh)),
+								       ps, &vl, &vh);
 
 								UNROLL for (int u = 0; u < NT; u++) {
 									const int8_t *xq = STRATA_Q8K_QS(x[u]) + b * QK +
@@ -198,7 +196,6 @@ typedef void (*tile_fn)(const struct strata_mm_args *, const uint8_t *, int, int
 static void fill_k8(const struct strata_mm_args *a, int64_t r, int nr, int64_t b,
 		    struct k8_blk *o)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
 	const int hf = (int)(r % 16) / 8;
 	const uint8_t *sb = a->w + (r - r % 16) * a->w_stride + b * SB;
 	const uint8_t *scp = sb + STRATA_Q6K_R16_SC;
@@ -206,19 +203,12 @@ static void fill_k8(const struct strata_mm_args *a, int64_t r, int nr, int64_t b
 	(void)nr; /* whole groups */
 	UNROLL for (int n = 0; n < 2; n++)
 		UNROLL for (int c = 0; c < 8; c++) {
-			const __m256i q0 = _mm256_load_si256((const __m256i *)(sb + 1024 * n + 64 * c + 32 * hf));
-			const __m256i q1 = _mm256_load_si256(
-				(const __m256i *)(sb + 1024 * n + 512 + 64 * c + 32 * hf));
-			const __m256i h = _mm256_load_si256((const __m256i *)(
-				sb + STRATA_Q6K_R16_QH + 512 * n + 64 * c + 32 * hf));
+			const uint8_t *cp3 = sb + STRATA_Q6K_R16_HALF * n + STRATA_Q6K_R16_COL * c + 32 * hf;
+			const __m256i b2 = _mm256_load_si256((const __m256i *)(cp3 + 128));
 
-			UNROLL for (int qq = 0; qq < 4; qq++) {
-				const __m256i q = qq % 2 ? q1 : q0;
-				const __m256i l = qq < 2 ? q : _mm256_srli_epi16(q, 4);
-
-				o->q[4 * n + qq][c] = _mm256_or_si256(_mm256_and_si256(l, m4),
-					_mm256_and_si256(qh_bits(h, qq), m30));
-			}
+			UNROLL for (int ps = 0; ps < 2; ps++)
+				unpack(_mm256_load_si256((const __m256i *)(cp3 + 64 * ps)), b2, ps,
+				       &o->q[4 * n + ps][c], &o->q[4 * n + ps + 2][c]);
 		}
 	UNROLL for (int j = 0; j < 16; j++)
 		o->sc[j] = pairs(scp, j, j, hf);

@@ -3,8 +3,9 @@
  * activations at the AVX-512 level, any number of tokens (built with the
  * AVX-512 + VNNI flags).
  *
- * Per column, a 64-byte ql vector and the matching qh vector make two
- * vectors of 6-bit values (four of sixteen rows each, unsigned); per token
+ * Per column, a 64-byte vector of plane 0 or 1 and the one of plane 2 make
+ * two vectors of 6-bit values (q6_k_r16.h: four of sixteen rows each,
+ * unsigned); per token
  * one vpdpbusd each against the token's four matching bytes, broadcast,
  * sums them into the row's int32 lane.  A 16-value sub-block takes four
  * columns, and vpmulld applies its scale; the -32 offset comes in through
@@ -63,13 +64,15 @@ AI __m512i bcast32(const int8_t *p)
 	return _mm512_set1_epi32(v);
 }
 
-/* qh's bits 2 qq, 2 qq + 1 at bits 4, 5 of each byte (others: garbage) */
-AI __m512i qh_bits(__m512i h, int qq)
+/* v_ps and v_{ps+2} of a column out of planes ps and 2 (q6_k_r16.h). */
+AI void unpack(__m512i bp, __m512i b2, int ps, __m512i *vl, __m512i *vh)
 {
-	return qq == 0 ? _mm512_slli_epi16(h, 4)
-	       : qq == 1 ? _mm512_slli_epi16(h, 2)
-	       : qq == 2 ? h
-			 : _mm512_srli_epi16(h, 2);
+	*vl = _mm512_and_si512(bp, _mm512_set1_epi8(0x3f));
+	/* bits 0-3 from b2 (shifted for ps 1), 4-5 from bp's top two: one vpternlogd */
+	*vh = _mm512_ternarylogic_epi32(ps ? _mm512_srli_epi16(b2, 4) : b2,
+					_mm512_srli_epi16(bp, 2), _mm512_set1_epi8(0x0f),
+					0xe4);
+	*vh = _mm512_and_si512(*vh, _mm512_set1_epi8(0x3f));
 }
 
 /*
@@ -78,7 +81,6 @@ AI __m512i qh_bits(__m512i h, int qq)
  */
 AI void tile(int NT, const struct strata_mm_args *a, const uint8_t *g, int64_t t0, __m512 y[TT])
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
 	const int64_t k = a->k, nb = k / QK;
 	/* the first tile over the group reads it from memory: prefetch */
 	const int pf = t0 == 0;
@@ -111,28 +113,21 @@ AI void tile(int NT, const struct strata_mm_args *a, const uint8_t *g, int64_t t
 		for (int n = 0; n < 2; n++)
 			for (int cb = 0; cb < 2; cb++) /* columns 4 cb .. 4 cb + 3 */
 				UNROLL for (int ps = 0; ps < 2; ps++) {
-					/* ql part ps: low nibbles qq = ps, high ones qq = ps + 2 */
-					const uint8_t *ql = sb + 1024 * n + 512 * ps;
-					const uint8_t *qh = sb + STRATA_Q6K_R16_QH + 512 * n;
+					/* plane ps: qq = ps; with plane 2, qq = ps + 2 */
+					const uint8_t *col = sb + STRATA_Q6K_R16_HALF * n;
 					__m512i lo[TT], hi[TT];
 
 					UNROLL for (int u = 0; u < NT; u++)
 						lo[u] = hi[u] = _mm512_setzero_si512();
 					UNROLL for (int c = 4 * cb; c < 4 * cb + 4; c++) {
-						const __m512i q = _mm512_loadu_si512(ql + 64 * c);
-						const __m512i h = _mm512_loadu_si512(qh + 64 * c);
-						const __m512i vl = _mm512_or_si512(_mm512_and_si512(q, m4),
-							_mm512_and_si512(qh_bits(h, ps), m30));
-						const __m512i vh = _mm512_or_si512(
-							_mm512_and_si512(_mm512_srli_epi16(q, 4), m4),
-							_mm512_and_si512(qh_bits(h, ps + 2), m30));
+						const uint8_t *cp3 = col + STRATA_Q6K_R16_COL * c;
+						__m512i vl, vh;
 
-						if (pf) {
-							_mm_prefetch((const char *)ql + PF_DIST + 64 * c, _MM_HINT_T0);
-							if (!ps)
-								_mm_prefetch((const char *)qh + PF_DIST + 64 * c,
-									     _MM_HINT_T0);
-						}
+						unpack(_mm512_loadu_si512(cp3 + 64 * ps), _mm512_loadu_si512(cp3 + 128),
+						       ps, &vl, &vh);
+						if (pf && !ps)
+							for (int l = 0; l < STRATA_Q6K_R16_COL; l += 64)
+								_mm_prefetch((const char *)cp3 + PF_DIST + l, _MM_HINT_T0);
 						UNROLL for (int u = 0; u < NT; u++) {
 							const int8_t *xq = STRATA_Q8K_QS(x[u]) + b * QK +
 									   128 * n + 32 * ps + 4 * c;
