@@ -725,7 +725,7 @@ START_TEST(matmul_thread_independent)
 }
 END_TEST
 
-/* ---- dot / axpy / axpby / mul_acc ------------------------------------------------------------- */
+/* ---- dot / axpy / axpby / mul_acc ---------------------------------------------------- */
 
 START_TEST(dot_axpy_levels)
 {
@@ -762,11 +762,9 @@ START_TEST(dot_axpy_levels)
 						      "%s axpy n=%lld i=%d: %.9g vs %.9g",
 						      strata_simd_name(l), (long long)n, i,
 						      y1[i], y0[i]);
-				for (int i = 0; i < 216; i++)
-					y0[i] = y1[i] = b[i];
 				/* y += a * b: within one rounding of each product and sum */
 				for (int i = 0; i < 216; i++)
-					y0[i] = y1[i] = b[i];
+					y1[i] = b[i];
 				strata_mul_acc_f32(y1 + off, a, b + 7, n);
 				for (int i = 0; i < 216; i++) {
 					const int in = i >= off && i < off + n;

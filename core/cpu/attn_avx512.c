@@ -1,9 +1,10 @@
 /*
  * attn_avx512.c - attention with AVX-512.  Scores: 64 positions (four key
  * tiles, attn.h) per pass, accumulators kept in registers across every
- * dimension of the head, for up to four query heads that share the keys.  Softmax: a vector exp.  Values:
- * up to 64 value dimensions x four heads accumulated in registers while the
- * positions pass, each value row loaded once for all of them.
+ * dimension of the head, for up to four query heads that share the keys.
+ * Softmax: a vector exp.  Values: up to 64 value dimensions x four heads
+ * accumulated in registers while the positions pass, each value row loaded
+ * once for all of them.
  */
 #include "attn.h"
 

@@ -176,8 +176,9 @@ void strata_axpby_f32(float *y, float a, const float *x, float b, int64_t n);
 void strata_mul_acc_f32(float *y, const float *a, const float *b, int64_t n);
 /*
  * o[i] = silu(g[i]) * u[i], and o[i] = x[i] * sigmoid(y[i]) (o may alias any
- * input: element i is read before it is written; x * sigmoid(x) is SiLU).  The scalar level calls expf; the vector levels use a polynomial
- * exp within 3e-7 relative of it, its argument clamped to +-87 (where the
+ * input: element i is read before it is written; x * sigmoid(x) is SiLU).
+ * The scalar level calls expf; the vector levels use a polynomial exp
+ * within 3e-7 relative of it, its argument clamped to +-87 (where the
  * results are already 0, 1 or the identity to float precision).  NaN stays
  * NaN.
  */

@@ -277,6 +277,11 @@ int strata_ctx_place(struct strata_ctx *c, const struct strata_ctx_opts *o);
 void strata_ctx_unplace(struct strata_ctx *c);
 /* Bytes of one layer's state for n_ctx positions (KV, or DeltaNet states). */
 size_t strata_layer_state_bytes(const struct strata_model *m, uint32_t l, uint32_t n_ctx);
+/* Positions a KV cache holds for n_ctx: whole tiles (backend.h, STRATA_OP_ATTN). */
+static inline uint32_t strata_kv_stride(uint32_t n_ctx)
+{
+	return (n_ctx + STRATA_ATTN_CTX_ALIGN - 1) & ~(STRATA_ATTN_CTX_ALIGN - 1);
+}
 /* Bytes of a workspace for batches of b tokens (device: with the logits rows). */
 size_t strata_ws_bytes(const struct strata_model *m, uint32_t b, int device);
 /* Allocate and lay out a workspace on be.  0 or -ENOMEM. */

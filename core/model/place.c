@@ -233,8 +233,7 @@ static void host_layer(struct strata_ctx *c, uint32_t l)
 size_t strata_layer_state_bytes(const struct strata_model *m, uint32_t l, uint32_t n_ctx)
 {
 	const struct strata_hparams *hp = &m->hp;
-	/* as strata_seq_create's stride: whole tiles of positions (backend.h, ATTN) */
-	const size_t stride = (n_ctx + STRATA_ATTN_CTX_ALIGN - 1) & ~(STRATA_ATTN_CTX_ALIGN - 1);
+	const size_t stride = strata_kv_stride(n_ctx);
 
 	if (m->layers[l].recurrent) {
 		const size_t ch = 2 * (size_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_d_inner;

@@ -98,8 +98,7 @@ int strata_seq_create(struct strata_ctx *c, uint32_t n_ctx, struct strata_seq **
 	s->c = c;
 	s->m = m;
 	s->n_ctx = n_ctx;
-	/* whole tiles of positions: backends may read them whole (backend.h, ATTN) */
-	s->stride = (n_ctx + STRATA_ATTN_CTX_ALIGN - 1) & ~(STRATA_ATTN_CTX_ALIGN - 1);
+	s->stride = strata_kv_stride(n_ctx);
 	s->max_batch = c->max_batch < n_ctx ? c->max_batch : n_ctx;
 	strata_ple_hist_init(&c->ple_hash, &s->ple);
 	for (uint32_t l = 0; l < nl && !rc; l++)
