@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,56 +33,70 @@ struct attn_task {
 	struct strata_exec *x;
 	const struct strata_op *op;
 	uint32_t n, n_head, n_kv, hd, hdv, ctx;
+	_Alignas(64) _Atomic int64_t next; /* the next unclaimed work item */
 };
 
+/* Token t's keys and values of KV head h into the cache, at position pos + t. */
+static void store_head(const struct attn_task *a, uint32_t t, uint32_t h)
+{
+	const struct strata_op *op = a->op;
+	const struct strata_tensor *k = op->src[1], *v = op->src[2];
+	float *kt = (float *)strata_tensor_data(op->src[3]) + (size_t)h * a->hd * a->ctx;
+	float *vc = strata_tensor_data(op->src[4]);
+	const uint32_t p = op->p.attn.pos + t;
+	const float *kr = (const float *)((const char *)strata_tensor_data(k) + t * k->nb[2] +
+					  h * k->nb[1]);
+	const float *vr = (const float *)((const char *)strata_tensor_data(v) + t * v->nb[2] +
+					  h * v->nb[1]);
+
+	for (uint32_t d = 0; d < a->hd; d++)
+		kt[strata_kt_at((int)a->hd, (int)d, p)] = kr[d];
+	memcpy(vc + ((size_t)h * a->ctx + p) * a->hdv, vr, a->hdv * sizeof(float));
+}
+
+/* The batch's keys and values into the cache, at positions pos.. */
+static void cache_store(const struct attn_task *a)
+{
+	for (uint32_t t = 0; t < a->n; t++)
+		for (uint32_t h = 0; h < a->n_kv; h++)
+			store_head(a, t, h);
+}
+
 /* One (token, KV head) pair per work item - all the query heads that share
- * the KV head in one pass - dealt round-robin over the pool: a causal
+ * the KV head in one pass - claimed one at a time from a counter: a causal
  * batch's later tokens attend to more positions, so contiguous ranges would
- * leave the last thread three times the first one's work at 512 tokens. */
+ * leave the last thread three times the first one's work at 512 tokens, and
+ * a decode step has as few items as KV heads, which a helper that wakes late
+ * would hold up if they were dealt round-robin (the caller waited 3.9 us a
+ * call for the last of four, bench-qwen3moe, 2 threads). */
 static void attn_worker(void *arg, int ith, int nth)
 {
-	const struct attn_task *a = arg;
+	struct attn_task *a = arg;
 	const struct strata_op *op = a->op;
 	const struct strata_tensor *q = op->src[0], *o = op->dst;
 	const uint32_t group = a->n_head / a->n_kv, pos = op->p.attn.pos;
 	const float *kc = strata_tensor_data(op->src[3]), *vc = strata_tensor_data(op->src[4]);
 	float *sc = a->x->scores + (size_t)ith * a->x->scores_per;
 
-	for (int64_t it = ith; it < (int64_t)a->n * a->n_kv; it += nth) {
+	(void)nth;
+	for (int64_t it = atomic_fetch_add_explicit(&a->next, 1, memory_order_relaxed);
+	     it < (int64_t)a->n * a->n_kv;
+	     it = atomic_fetch_add_explicit(&a->next, 1, memory_order_relaxed)) {
 		uint32_t t = (uint32_t)(it / a->n_kv), kvh = (uint32_t)(it % a->n_kv);
 		const float *qt = (const float *)((const char *)strata_tensor_data(q) + t * q->nb[2] +
 						  (size_t)kvh * group * q->nb[1]);
 		float *ot = (float *)((char *)strata_tensor_data(o) + t * o->nb[2] +
 				      (size_t)kvh * group * o->nb[1]);
 
+		/* one token reads only its own keys and values: each item
+		 * stores its head's (a batch stores all of them first) */
+		if (a->n == 1)
+			store_head(a, 0, kvh);
 		strata_attn_heads(qt, q->nb[1] / sizeof(float), (int)group,
 				  kc + (size_t)kvh * a->hd * a->ctx, (int)a->hd,
 				  vc + (size_t)kvh * a->hdv * a->ctx, a->hdv, (int)a->hdv,
 				  pos + t + 1, op->p.attn.scale, ot, o->nb[1] / sizeof(float), sc);
 	}
-}
-
-/* The batch's keys and values into the cache, at positions pos.. */
-static void cache_store(const struct attn_task *a)
-{
-	const struct strata_op *op = a->op;
-	const struct strata_tensor *k = op->src[1], *v = op->src[2];
-	float *kc = strata_tensor_data(op->src[3]), *vc = strata_tensor_data(op->src[4]);
-	const uint32_t pos = op->p.attn.pos;
-
-	for (uint32_t t = 0; t < a->n; t++)
-		for (uint32_t h = 0; h < a->n_kv; h++) {
-			const float *kr = (const float *)((const char *)strata_tensor_data(k) +
-							  t * k->nb[2] + h * k->nb[1]);
-			const float *vr = (const float *)((const char *)strata_tensor_data(v) +
-							  t * v->nb[2] + h * v->nb[1]);
-			float *kt = kc + (size_t)h * a->hd * a->ctx;
-
-			for (uint32_t d = 0; d < a->hd; d++)
-				kt[strata_kt_at((int)a->hd, (int)d, pos + t)] = kr[d];
-			memcpy(vc + ((size_t)h * a->ctx + pos + t) * a->hdv, vr,
-			       a->hdv * sizeof(float));
-		}
 }
 
 int strata_exec_attn(struct strata_exec *x, const struct strata_op *op)
@@ -113,7 +128,9 @@ int strata_exec_attn(struct strata_exec *x, const struct strata_op *op)
 		x->scores_per = 4 * (size_t)a.ctx;
 		x->scores_threads = (size_t)nth;
 	}
-	cache_store(&a);
+	/* a batch's later tokens read the earlier ones' keys and values */
+	if (a.n > 1)
+		cache_store(&a);
 	/* A handful of (token, head) pairs is not worth waking the pool. */
 	if ((int64_t)a.n * a.n_head * (op->p.attn.pos + a.n) * a.hd < 32768)
 		nth = 1;
