@@ -200,11 +200,11 @@ static void wide(uint32_t ne, uint32_t k, enum strata_gating gating, int with_bi
 {
 	struct strata_hparams h = hp(gating, ne, k, 0, 1.0f);
 	float *logits = malloc(sizeof(float) * ne), *score = malloc(sizeof(float) * ne);
-	float *bias = malloc(sizeof(float) * ne), w[16];
-	int32_t e[16];
+	float *bias = malloc(sizeof(float) * ne), w[80];
+	int32_t e[80];
 	uint32_t seed = 12345u + ne;
 
-	ck_assert(logits && score && bias && k <= 16);
+	ck_assert(logits && score && bias && k <= 80);
 	for (uint32_t i = 0; i < ne; i++) {
 		seed = seed * 1664525u + 1013904223u;
 		logits[i] = (float)(seed >> 24) / 32.0f; /* 256 levels: many ties */
@@ -229,6 +229,27 @@ static void wide(uint32_t ne, uint32_t k, enum strata_gating gating, int with_bi
 	free(bias);
 }
 
+/*
+ * A NaN router logit (a broken model) is passed over unless it is the first
+ * candidate of a pick: sigmoid([1, NaN, 3, 2]) chooses 2 then 3, and with
+ * the NaN first, the NaN expert 0 first.  The choice stays defined and
+ * distinct (the one-pass list hands NaN scores to the selection passes).
+ */
+START_TEST(nan_logit_choice)
+{
+	struct strata_hparams h = hp(STRATA_GATING_SIGMOID, 4, 2, 0, 1.0f);
+	float a[4] = { 1.0f, NAN, 3.0f, 2.0f }, b[4] = { NAN, 1.0f, 3.0f, 2.0f }, w[2];
+	int32_t e[2];
+
+	strata_moe_route(&h, NULL, a, e, w);
+	ck_assert_int_eq(e[0], 2);
+	ck_assert_int_eq(e[1], 3);
+	strata_moe_route(&h, NULL, b, e, w);
+	ck_assert_int_eq(e[0], 0);
+	ck_assert_int_eq(e[1], 2);
+}
+END_TEST
+
 START_TEST(wide_routing_in_order)
 {
 	wide(64, 8, STRATA_GATING_SOFTMAX, 0);
@@ -237,6 +258,7 @@ START_TEST(wide_routing_in_order)
 	wide(512, 8, STRATA_GATING_SIGMOID, 1);
 	wide(4096, 16, STRATA_GATING_SIGMOID, 1);
 	wide(5000, 8, STRATA_GATING_SOFTMAX, 0);
+	wide(200, 70, STRATA_GATING_SIGMOID, 1); /* past one pass's list of 64 */
 }
 END_TEST
 
@@ -254,6 +276,7 @@ int main(void)
 	tcase_add_test(tc, norm_clamps_tiny_sum);
 	tcase_add_test(tc, distinct_choices);
 	tcase_add_test(tc, wide_routing_in_order);
+	tcase_add_test(tc, nan_logit_choice);
 	suite_add_tcase(s, tc);
 	return tu_srunner_run(srunner_create(s));
 }
