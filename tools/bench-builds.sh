@@ -35,7 +35,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # "test median" for each table row of strata-bench's output.
-rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+ *$/ { gsub(/ /, "", $2); gsub(/ /, "", $4); print $2, $4 }' "$1"; }
+rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+( @ d[0-9]+)? *$/ { gsub(/ /, "", $2); gsub(/ /, "", $4); print $2, $4 }' "$1"; }
 
 side() { # side NAME BIN ROUND
 	timeout --kill-after=10 1800 "$2" -m "$model" "${args[@]}" >"$tmp/$1$3" 2>"$tmp/$1$3.err" ||

@@ -2,7 +2,10 @@
  * bench.c - strata-bench: prompt (pp) and decode (tg) speed of a model, the
  * way llama-bench measures them, so the figures compare with llama.cpp's:
  *   pp N: one batched forward of N tokens into an empty context;
- *   tg N: N single-token forwards, each sampling nothing (greedy not needed).
+ *   tg N: N single-token forwards, each sampling nothing (greedy not needed);
+ *   with -d D both start at depth D instead (llama-bench's -d, "tg64 @ d4096"):
+ *   each repetition first reads D tokens into the emptied context, untimed,
+ *   so decode's attention reads a cache D positions long.
  * Each test runs after one warm-up (-w 0: none) and is repeated -r times; the median and
  * the spread are printed, one line per test, plus a CSV with -o.  With -x
  * the experts are streamed ([model] experts = stream) through the io plugin
@@ -62,6 +65,8 @@ struct bench {
 	struct strata_backend *dev;
 	struct strata_ple_reader *ple;
 	uint32_t chunk; /* prompt tokens per forward */
+	uint32_t depth; /* context positions filled, untimed, before each run */
+	uint32_t fill;  /* tokens per forward of that fill */
 	int warmup;     /* run each test once before timing it */
 	int32_t *tokens;
 	float *logits;
@@ -73,17 +78,25 @@ static int run_once(struct bench *b, uint32_t n_pp, uint32_t n_tg, double *secs)
 	double t0;
 	int rc;
 
+	const int32_t *tok = b->tokens + b->depth;
+
 	strata_seq_truncate(b->seq, 0);
+	for (uint32_t i = 0; i < b->depth; i += b->fill) {
+		const uint32_t k = b->depth - i < b->fill ? b->depth - i : b->fill;
+
+		if ((rc = strata_forward(b->seq, b->tokens + i, k, b->logits, 0)))
+			return rc;
+	}
 	t0 = now_s();
 	for (uint32_t i = 0; i < n_pp; i += b->chunk) {
 		const uint32_t k = n_pp - i < b->chunk ? n_pp - i : b->chunk;
 
-		rc = strata_forward(b->seq, b->tokens + i, k, b->logits, 0);
+		rc = strata_forward(b->seq, tok + i, k, b->logits, 0);
 		if (rc)
 			return rc;
 	}
 	for (uint32_t i = 0; i < n_tg; i++) {
-		rc = strata_forward(b->seq, b->tokens + i, 1, b->logits, 0);
+		rc = strata_forward(b->seq, tok + i, 1, b->logits, 0);
 		if (rc)
 			return rc;
 	}
@@ -176,6 +189,7 @@ static void usage(const char *prog)
 	       "  -p N        prompt test: one batch of N tokens (default 512; 0 = skip)\n"
 	       "  -n N        decode test: N single-token steps (default 128; 0 = skip)\n"
 	       "  -r N        repetitions after one warm-up (default 5); the median is reported\n"
+	       "  -d N        run both tests at depth N: N tokens read, untimed, before each run\n"
 	       "  -o FILE     append CSV rows: model,test,threads,median,min,max (tok/s)\n"
 	       "  -x MIB      stream the experts into a cache of MIB MiB (0 = half the free memory)\n"
 	       "  -i PLUGIN   io plugin that streams them (default auto)\n"
@@ -309,12 +323,12 @@ int main(int argc, char **argv)
 	const char *plugin_dir = NULL;
 	long stream_mib = -1, chunk = 0, ple_readers = 8, ple_cache = 0;
 	int threads = 0, reps = 5, opt, rc = 0, ple_stats = 0, repack = 1;
-	long n_pp = 512, n_tg = 128;
+	long n_pp = 512, n_tg = 128, depth = 0;
 	struct bench b = { .warmup = 1 };
 	FILE *csv = NULL;
-	char name[32];
+	char name[64];
 
-	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:c:R:C:Sw:L:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:t:p:n:r:o:x:i:g:b:P:c:R:C:Sw:L:d:h")) != -1) {
 		char *end;
 		long v = optarg ? strtol(optarg, &end, 10) : 0;
 
@@ -334,6 +348,7 @@ int main(int argc, char **argv)
 		case 't': threads = (int)v; break;
 		case 'p': n_pp = v; break;
 		case 'n': n_tg = v; break;
+		case 'd': depth = v; break;
 		case 'r': reps = v > 0 ? (int)v : 1; break;
 		case 'c': chunk = v; break;
 		case 'R': ple_readers = v; break;
@@ -349,17 +364,27 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 		return 2;
 	}
+	if (depth > (1L << 24) || n_pp > (1L << 24) || n_tg > (1L << 24)) {
+		fprintf(stderr, "strata-bench: error: -d, -p and -n go up to %ld tokens\n",
+			1L << 24);
+		return 2;
+	}
 	if (strata_model_load_ex(model, stream_mib >= 0 ? STRATA_MODEL_STREAM_EXPERTS : 0, &b.m) ||
 	    strata_pool_create(threads, &b.pool))
 		return 1;
 	threads = strata_pool_size(b.pool);
 	{
-		uint32_t ctx = (uint32_t)(n_pp > n_tg ? n_pp : n_tg);
+		uint32_t ctx = (uint32_t)(depth + (n_pp > n_tg ? n_pp : n_tg));
 		struct strata_ctx_opts o = { .pool = b.pool, .n_ctx = ctx ? ctx : 1,
 					     .no_repack = !repack };
 
 		b.chunk = chunk > 0 && chunk < n_pp ? (uint32_t)chunk : (uint32_t)(n_pp ? n_pp : 1);
-		o.max_batch = b.chunk;
+		b.depth = (uint32_t)depth;
+		/* the fill reads the depth in batches of up to 512 (or the prompt's) */
+		b.fill = depth < 512 ? (uint32_t)(depth ? depth : 1) : 512;
+		if (b.fill < b.chunk)
+			b.fill = b.chunk;
+		o.max_batch = b.fill;
 
 		if ((gpu || plugin_dir) && registry(&b, plugin_dir, gpu, argv[0]))
 			return 1;
@@ -406,11 +431,11 @@ int main(int argc, char **argv)
 	       "min", "max");
 	printf("|----------|---------|--------------|------------|------------|\n");
 	if (n_pp > 0) {
-		snprintf(name, sizeof(name), "pp%ld", n_pp);
+		snprintf(name, sizeof(name), depth ? "pp%ld @ d%ld" : "pp%ld", n_pp, depth);
 		rc = bench_test(&b, name, (uint32_t)n_pp, 0, reps, threads, csv, model);
 	}
 	if (!rc && n_tg > 0) {
-		snprintf(name, sizeof(name), "tg%ld", n_tg);
+		snprintf(name, sizeof(name), depth ? "tg%ld @ d%ld" : "tg%ld", n_tg, depth);
 		rc = bench_test(&b, name, 0, (uint32_t)n_tg, reps, threads, csv, model);
 	}
 	if (rc)

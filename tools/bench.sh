@@ -31,7 +31,11 @@
 #   -rtr 1 as a third side, built by tools/peer/build-ik.sh from its public
 #   repository; auto: the build matching BENCH_SIMD when its source is
 #   there, else none), BENCH_SIMD (strata's kernels: STRATA_SIMD, e.g. avx2
-#   on an AVX-512 machine; the llama.cpp peer stays built for the CPU).
+#   on an AVX-512 machine; the llama.cpp peer stays built for the CPU),
+#   BENCH_DEPTH (0; N: both tests start N positions deep, strata-bench -d and
+#   llama-bench -d, the tests named "tg64 @ dN"; ik_llama.cpp's llama-bench
+#   has no -d, so it sits out, and no roofline is given: the KV cache's reads
+#   come on top of the weights').
 # Decode's memory roofline: each round times a plain read loop with the same
 # threads (strata-kbench -T none) just before and just after strata's run,
 # and each tg test's share is its
@@ -70,6 +74,7 @@ fa=${BENCH_FA:-auto}
 chunk=${BENCH_CHUNK:-}
 warmup=${BENCH_WARMUP:-1}
 ple_readers=${BENCH_PLE_READERS:-8}
+depth=${BENCH_DEPTH:-0}
 ik_mode=${BENCH_IK:-auto}
 simd=${BENCH_SIMD:-}
 limit=${BENCH_TIMEOUT:-1800}
@@ -77,7 +82,7 @@ build=${STRATA_BUILD_DIR:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 
 [ -r "$model" ] || die "cannot read model '$model'"
-for v in threads:$threads rounds:$rounds BENCH_PP:$pp BENCH_TG:$tg BENCH_REPS:$reps BENCH_TIMEOUT:$limit \
+for v in threads:$threads rounds:$rounds BENCH_PP:$pp BENCH_TG:$tg BENCH_REPS:$reps BENCH_TIMEOUT:$limit BENCH_DEPTH:$depth \
 	BENCH_CHUNK:${chunk:-0} BENCH_PLE_READERS:$ple_readers BENCH_WARMUP:$warmup; do
 	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*} must be a whole number, got '${v#*:}'"
 done
@@ -85,6 +90,9 @@ if [ "$threads" -lt 1 ] || [ "$rounds" -lt 1 ] || [ "$reps" -lt 1 ]; then
 	die "THREADS, ROUNDS and BENCH_REPS must be >= 1"
 fi
 [ $((pp + tg)) -gt 0 ] || die "BENCH_PP and BENCH_TG are both 0: nothing to measure"
+depth=$((10#$depth))
+at_depth=""
+[ "$depth" = 0 ] || at_depth=" at depth $depth"
 case $fa in auto|on|off) ;; *) die "BENCH_FA must be auto, on or off, got '$fa'" ;; esac
 case $ik_mode in auto|native|avx2|0) ;; *) die "BENCH_IK must be auto, native, avx2 or 0, got '$ik_mode'" ;; esac
 case $simd in ""|scalar|avx2|avx512) ;; *) die "BENCH_SIMD must be scalar, avx2 or avx512, got '$simd'" ;; esac
@@ -103,6 +111,10 @@ install_ik() {
 	local isa=$ik_mode
 
 	[ "$isa" = 0 ] && return 0
+	if [ "$depth" != 0 ]; then
+		say "no ik_llama.cpp side at BENCH_DEPTH=$depth: its llama-bench has no -d"
+		return 0
+	fi
 	if [ "$isa" = auto ]; then
 		isa=native
 		[ "$simd" = avx2 ] && isa=avx2
@@ -150,7 +162,8 @@ results=$tmp/results # lines: round test strata_tok_s peer_tok_s ik_tok_s load1 
 cpus=$tmp/cpus       # lines: round strata_cpu_s peer_cpu_s
 
 # Prints "test median" for each table row of strata-bench's output.
-rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+ *$/ { gsub(/ /, "", $2); gsub(/ /, "", $4); print $2, $4 }' "$1"; }
+# A test at depth N is named "tg64@dN" on every side.
+rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+( @ d[0-9]+)? *$/ { gsub(/ /, "", $2); gsub(/ /, "", $4); print $2, $4 }' "$1"; }
 
 # The same from llama-bench's output: the median of each test's samples_ts.
 # llama.cpp writes JSONL (a test per line), ik_llama.cpp JSON (a field per
@@ -160,13 +173,14 @@ peer_rows() {
 	{
 		if ((v = field("n_prompt")) != "") np = v + 0
 		if ((v = field("n_gen")) != "") ng = v + 0
+		if ((v = field("n_depth")) != "") nd = v + 0
 		v = $0
 		if (!sub(/.*"samples_ts": *\[ */, "", v)) next
 		sub(/ *\].*/, "", v)
 		n = split(v, a, / *, */)
 		for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-		printf "%s %.1f\n", (np > 0 ? "pp" np : "tg" ng), m
+		printf "%s%s %.1f\n", (np > 0 ? "pp" np : "tg" ng), (nd > 0 ? "@d" nd : ""), m
 	}' "$1"
 }
 
@@ -208,6 +222,8 @@ run_side() {
 }
 
 strata_chunk=(-w "$warmup")
+peer_depth=()
+[ "$depth" = 0 ] || peer_depth=(-d "$depth")
 peer_chunk=()
 [ "$warmup" = 0 ] && peer_chunk=(--no-warmup)
 if [ -n "$chunk" ] && [ "$chunk" != 0 ]; then
@@ -217,7 +233,7 @@ fi
 
 run_strata() {
 	run_side "$1" strata-bench env ${simd:+STRATA_SIMD=$simd} "$build/strata-bench" -m "$model" \
-		-t "$threads" -p "$pp" -n "$tg" -r "$reps" -R "$ple_readers" "${strata_chunk[@]}"
+		-t "$threads" -p "$pp" -n "$tg" -r "$reps" -R "$ple_readers" -d "$depth" "${strata_chunk[@]}"
 }
 
 # ik_llama.cpp does not load every model llama.cpp does (its qwen3next
@@ -242,7 +258,8 @@ read_rate() {
 
 run_peer() {
 	run_side "$1" "llama-bench (--strata-only skips it)" "$peer_bin/llama-bench" \
-		-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fa "$fa" "${peer_chunk[@]}" -o jsonl
+		-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fa "$fa" "${peer_depth[@]}" \
+		"${peer_chunk[@]}" -o jsonl
 }
 
 isa=$(cpu_isa)
@@ -251,7 +268,7 @@ if [ -n "$evict" ]; then
 	for f in $evict; do [ -r "$f" ] || die "BENCH_EVICT: cannot read '$f'"; done
 	cat "$model" >/dev/null # the weights warm, only the evicted files cold
 fi
-say "model $model, $threads threads, $rounds rounds of pp$pp/tg$tg x $reps reps; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+say "model $model, $threads threads, $rounds rounds of pp$pp/tg$tg$at_depth x $reps reps; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 active=""
 for r in $(seq 1 "$rounds"); do
 	load1=$(cut -d' ' -f1 /proc/loadavg)
@@ -297,7 +314,7 @@ for r in $(seq 1 "$rounds"); do
 	awk -v r="$r" -v act="${active:-0}" '$1 == r { printf "bench.sh:   %-7s strata %10.1f tok/s", $2, $3
 		if ($4 != "-") printf "   llama.cpp %10.1f tok/s (%.2f)", $4, $3 / $4
 		if ($5 != "-") printf "   ik_llama.cpp %10.1f tok/s (%.2f)", $5, $3 / $5
-		if ($2 ~ /^tg/ && act >= 64) printf "   roofline %.0f%%", 100 * $3 * act / 1000 / $7
+		if ($2 ~ /^tg[0-9]+$/ && act >= 64) printf "   roofline %.0f%%", 100 * $3 * act / 1000 / $7
 		print "" }' "$results" >&2
 	if [ -s "$tmp/s$r.cpu" ] && [ -s "$tmp/p$r.cpu" ]; then
 		read -r su ss <"$tmp/s$r.cpu"
@@ -343,7 +360,7 @@ awk -v csv="$csv" -v date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v model="$mname" -v 
 		for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
-	function rl(tst, v, rd) { return tst ~ /^tg/ && act >= 64 && rd > 0 ? v * act / 1000 / rd : -1 }
+	function rl(tst, v, rd) { return tst ~ /^tg[0-9]+$/ && act >= 64 && rd > 0 ? v * act / 1000 / rd : -1 }
 	{
 		if (!($2 in n)) { order[++ntests] = $2 }
 		m = ++n[$2]; s[$2, m] = $3; p[$2, m] = $4; k[$2, m] = $5; rd[$2, m] = $7
