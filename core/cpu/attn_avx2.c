@@ -26,6 +26,17 @@ AI __m256i tail_mask(uint32_t n)
 }
 
 /*
+ * Software prefetch, as attn_avx512.c gives why: keys the same line of the
+ * tile two on, values the rows 16 positions on.  Values are summed in blocks
+ * of VBLOCK positions, every 16-dimension slice of a block's rows before the
+ * next block: the 4 KiB of rows stay in L1 for the three slices after the
+ * first, where whole passes over the cache read it from memory four times.
+ */
+#define PF_KTILES 2
+#define PF_VROWS 16
+#define VBLOCK 16
+
+/*
  * sc[g * ls + j] = scale * q[g] . k_j for NG heads: a tile of 16 positions
  * per pass (2 x NG accumulators and two key vectors fit the 16 registers),
  * each key loaded once for every head.  Reads whole tiles (attn.h).
@@ -43,6 +54,10 @@ AI void scores_ng(int NG, const float *q, size_t qs, const float *kt, int hd, ui
 		for (int d = 0; d < hd; d++) {
 			const float *kr = kt + strata_kt_at(hd, d, j0);
 			const __m256 k0 = _mm256_loadu_ps(kr), k1 = _mm256_loadu_ps(kr + 8);
+
+			if (j0 + STRATA_KT_TILE * (PF_KTILES + 1) <= len)
+				_mm_prefetch((const char *)(kr + PF_KTILES * strata_kt_tile(hd)),
+					     _MM_HINT_T0);
 
 			UNROLL for (int g = 0; g < NG; g++) {
 				const __m256 qd = _mm256_broadcast_ss(q + (size_t)g * qs + d);
@@ -89,10 +104,10 @@ static float softmax_row(float *sc, uint32_t len)
 	return 1.0f / _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
 
-/* o[g][c0 .. c0 + 8 NC) = inv[g] * sum_j sc[g][j] v_j for NG heads: each
- * value row's slice loaded once for every head. */
+/* o[g][c0 .. c0 + 8 NC) += sum_j sc[g][j] v_j over positions [j0, j1) for NG
+ * heads: each value row's slice loaded once for every head. */
 AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, size_t vs,
-		  uint32_t len, int c0, int hdv, const float *inv, float *o, size_t os)
+		  uint32_t j0, uint32_t j1, int c0, int hdv, float *o, size_t os)
 {
 	__m256 acc[4][2];
 	__m256i m[2];
@@ -101,8 +116,8 @@ AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, si
 		m[i] = tail_mask((uint32_t)(hdv - c0 - 8 * i));
 	UNROLL for (int g = 0; g < NG; g++)
 		UNROLL for (int i = 0; i < NC; i++)
-			acc[g][i] = _mm256_setzero_ps();
-	for (uint32_t j = 0; j < len; j++) {
+			acc[g][i] = _mm256_maskload_ps(o + (size_t)g * os + c0 + 8 * i, m[i]);
+	for (uint32_t j = j0; j < j1; j++) {
 		const float *vj = v + (size_t)j * vs + c0;
 		__m256 x[2];
 
@@ -117,8 +132,33 @@ AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, si
 	}
 	UNROLL for (int g = 0; g < NG; g++)
 		UNROLL for (int i = 0; i < NC; i++)
-			_mm256_maskstore_ps(o + (size_t)g * os + c0 + 8 * i, m[i],
-					    _mm256_mul_ps(acc[g][i], _mm256_set1_ps(inv[g])));
+			_mm256_maskstore_ps(o + (size_t)g * os + c0 + 8 * i, m[i], acc[g][i]);
+}
+
+/* o[g] = inv[g] * sum_j sc[g][j] v_j for NG heads, VBLOCK positions at a time
+ * (the top of the file), the sums kept in o's rows between blocks. */
+AI void values_all(int NG, const float *sc, size_t ls, const float *v, size_t vs, uint32_t len,
+		   int hdv, const float *inv, float *o, size_t os)
+{
+	for (int g = 0; g < NG; g++)
+		for (int c = 0; c < hdv; c++)
+			o[(size_t)g * os + c] = 0.0f;
+	for (uint32_t j0 = 0; j0 < len; j0 += VBLOCK) {
+		const uint32_t j1 = len - j0 < VBLOCK ? len : j0 + VBLOCK;
+
+		for (uint32_t j = j0 + PF_VROWS; j < j1 + PF_VROWS && j < len; j++)
+			for (int c = 0; c < hdv; c += 16)
+				_mm_prefetch((const char *)(v + (size_t)j * vs + c), _MM_HINT_T0);
+		for (int c0 = 0; c0 < hdv; c0 += 16) {
+			if (hdv - c0 > 8)
+				values_ng(NG, 2, sc, ls, v, vs, j0, j1, c0, hdv, o, os);
+			else
+				values_ng(NG, 1, sc, ls, v, vs, j0, j1, c0, hdv, o, os);
+		}
+	}
+	for (int g = 0; g < NG; g++)
+		for (int c = 0; c < hdv; c++)
+			o[(size_t)g * os + c] *= inv[g];
 }
 
 #define HEADS(NG)                                                                         \
@@ -132,12 +172,7 @@ AI void values_ng(int NG, int NC, const float *sc, size_t ls, const float *v, si
 		scores_ng(NG, q, qs, kt, hd, len, scale, sc, ls);                         \
 		for (int g = 0; g < NG; g++)                                              \
 			inv[g] = softmax_row(sc + (size_t)g * ls, len);                   \
-		for (int c0 = 0; c0 < hdv; c0 += 16) {                                    \
-			if (hdv - c0 > 8)                                                 \
-				values_ng(NG, 2, sc, ls, v, vs, len, c0, hdv, inv, o, os); \
-			else                                                              \
-				values_ng(NG, 1, sc, ls, v, vs, len, c0, hdv, inv, o, os); \
-		}                                                                         \
+		values_all(NG, sc, ls, v, vs, len, hdv, inv, o, os);                      \
 	}
 HEADS(1)
 HEADS(2)
