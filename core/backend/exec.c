@@ -408,6 +408,8 @@ static int route_list(uint32_t ne, uint32_t k, const float *probs, const float *
 	float best[ROUTE_LIST_MAX];
 	uint32_t n = 0;
 
+	if (k == 0)
+		return 0;
 	for (uint32_t e = 0; e < ne; e++) {
 		const float score = probs[e] + (bias ? bias[e] : 0.0f);
 		uint32_t i;
