@@ -34,8 +34,9 @@
 #   on an AVX-512 machine; the llama.cpp peer stays built for the CPU),
 #   BENCH_DEPTH (0; N: both tests start N positions deep, strata-bench -d and
 #   llama-bench -d, the tests named "tg64 @ dN"; ik_llama.cpp's llama-bench
-#   has no -d, so it sits out, and no roofline is given: the KV cache's reads
-#   come on top of the weights').
+#   has no -d: its -gp N,TG decodes TG tokens after a prompt of N, so it has
+#   the tg test at depth and not the pp one; no roofline is given: the KV
+#   cache's reads come on top of the weights').
 # Decode's memory roofline: each round times a plain read loop with the same
 # threads (strata-kbench -T none) just before and just after strata's run,
 # and each tg test's share is its
@@ -111,8 +112,8 @@ install_ik() {
 	local isa=$ik_mode
 
 	[ "$isa" = 0 ] && return 0
-	if [ "$depth" != 0 ]; then
-		say "no ik_llama.cpp side at BENCH_DEPTH=$depth: its llama-bench has no -d"
+	if [ "$depth" != 0 ] && [ "$tg" = 0 ]; then
+		say "no ik_llama.cpp side for pp at BENCH_DEPTH=$depth: its llama-bench has no -d (-gp times decode only)"
 		return 0
 	fi
 	if [ "$isa" = auto ]; then
@@ -171,9 +172,11 @@ rows() { awk -F'|' '$2 ~ /^ *(pp|tg)[0-9]+( @ d[0-9]+)? *$/ { gsub(/ /, "", $2);
 peer_rows() {
 	awk 'function field(k,   v) { v = $0; if (!sub(".*\"" k "\": *", "", v)) return ""; sub(/[,}].*/, "", v); return v }
 	{
-		if ((v = field("n_prompt")) != "") np = v + 0
+		if ((v = field("n_prompt")) != "") { np = v + 0; nd = 0 }
 		if ((v = field("n_gen")) != "") ng = v + 0
 		if ((v = field("n_depth")) != "") nd = v + 0
+		# ik_llama.cpp -gp N,TG: decode after a prompt of N, timed alone
+		if ((v = field("test")) ~ /^"tg[0-9]+@pp[0-9]+"$/) { nd = np; np = 0 }
 		v = $0
 		if (!sub(/.*"samples_ts": *\[ */, "", v)) next
 		sub(/ *\].*/, "", v)
@@ -224,6 +227,8 @@ run_side() {
 strata_chunk=(-w "$warmup")
 peer_depth=()
 [ "$depth" = 0 ] || peer_depth=(-d "$depth")
+ik_tests=(-p "$pp" -n "$tg")
+[ "$depth" = 0 ] || ik_tests=(-p 0 -n 0 -gp "$depth,$tg")
 peer_chunk=()
 [ "$warmup" = 0 ] && peer_chunk=(--no-warmup)
 if [ -n "$chunk" ] && [ "$chunk" != 0 ]; then
@@ -242,7 +247,7 @@ run_strata() {
 run_ik() {
 	if "$ik_bin" -m "$model" -t "$threads" -p 0 -n 1 -r 1 -o json >"$1" 2>"$1.err"; then
 		run_side "$1" "ik_llama.cpp's llama-bench (BENCH_IK=0 skips it)" "$ik_bin" \
-			-m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$reps" -fmoe 1 -rtr 1 "${peer_chunk[@]}" -o json
+			-m "$model" -t "$threads" "${ik_tests[@]}" -r "$reps" -fmoe 1 -rtr 1 "${peer_chunk[@]}" -o json
 		return 0
 	fi
 	say "ik_llama.cpp cannot load $(basename "$model"): $({ grep -m1 'error loading model' "$1.err" || grep -m1 error "$1.err"; } | sed 's/.*error[^:]*: //') - no ik side"

@@ -3,7 +3,7 @@
  * level and token count, against this machine's memory read rate.
  *
  *   strata-kbench [-t THREADS] [-T TYPES] [-n TOKENS] [-l LEVELS] [-r REPS]
- *                 [-R ROWS] [-K COLS] [-M MIB] [-o CSV]
+ *                 [-R ROWS] [-K COLS] [-M MIB] [-D POSITIONS] [-H DIM] [-o CSV]
  *
  * A product is y = W x for n tokens, W of ROWS x COLS (default 1024 x 4096,
  * a large MoE expert's shape) through strata_matmul on a pool of THREADS.
@@ -21,15 +21,25 @@
  * (the _R16 ones: interleaved sixteen rows at a time, as a model's CPU
  * weights are at load, kernels.h: strata_mat_repack); TOKENS to 1,8,64; LEVELS to the
  * vector levels this CPU has (scalar only without any).
+ *
+ * -T ATTN measures decode's attention instead: strata_attn_heads, one query
+ * token's -R heads (default 4) against one KV head's cache of -D positions
+ * (default 4096) and -H dimensions (default 64), each thread going through
+ * its own caches (copies filling -M MiB, so they come from memory as they do
+ * behind a model's weights). GMAC/s counts the scores' and the values'
+ * multiply-adds, GB/s the keys and values read; its share of the read loop
+ * is the kernel's roofline share.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
+#include "cpu/attn.h"
 #include "cpu/kernels.h"
 #include "cpu/pool.h"
 #include "cpu/types.h"
@@ -63,6 +73,8 @@ static void usage(FILE *f, const char *argv0)
 		"  -r  passes per measurement; the median is reported (default 5)\n"
 		"  -R, -K  rows and columns of W (default 1024 x 4096)\n"
 		"  -M  MiB of weight copies cycled through (default 512)\n"
+		"  -D, -H  -T ATTN: positions and head size of a KV head's cache (default\n"
+		"      4096 x 64); -R: query heads sharing it (default 4)\n"
 		"  -o  append CSV rows to this file\n",
 		argv0);
 }
@@ -101,11 +113,13 @@ static int parse_list(const char *s, struct list *l, long (*fn)(const char *))
 	return l->n ? 0 : -EINVAL;
 }
 
-/* Q8_0, Q4_K, Q6_K and IQ4_NL interleaved at load, in -T: not GGUF types. */
+/* Q8_0, Q4_K, Q6_K and IQ4_NL interleaved at load, and attention, in -T: not
+ * GGUF types. */
 #define T_Q8_0_R16 1000
 #define T_Q4_K_R16 1001
 #define T_Q6_K_R16 1002
 #define T_IQ4_NL_R16 1003
+#define T_ATTN 1004
 
 static long type_of(const char *s)
 {
@@ -119,6 +133,8 @@ static long type_of(const char *s)
 		return T_Q6_K_R16;
 	if (!strcasecmp(s, "IQ4_NL_R16"))
 		return T_IQ4_NL_R16;
+	if (!strcasecmp(s, "ATTN"))
+		return T_ATTN;
 	return t >= 0 && strata_type_supported((uint32_t)t) ? t : -1;
 }
 
@@ -241,12 +257,115 @@ struct bench {
 	struct strata_pool *pool;
 	int threads, reps;
 	long rows, cols;
+	long depth, head_dim; /* -T ATTN */
 	size_t copies_bytes;
 	float *x, *y;
 	FILE *csv;
 	const char *cpu;
 	double read_gbs;
 };
+
+/* One table row (and CSV row): rows x cols of the product, nt tokens. */
+static void report(const struct bench *b, const char *name, enum strata_simd level, long rows,
+		   long cols, long nt, double gmac, double gbs)
+{
+	char share[16] = "";
+
+	if (nt == 1) /* decode: the share of the read loop's rate */
+		snprintf(share, sizeof(share), "%5.0f%%", 100 * gbs / b->read_gbs);
+	printf("| %-8s | %-6s | %6ld | %9.1f | %7.1f | %6s |\n", name, strata_simd_name(level), nt,
+	       gmac, gbs, share);
+	fflush(stdout);
+	if (b->csv)
+		fprintf(b->csv, "%s,%s,%d,%ld,%ld,%ld,%.2f,%.2f,%.2f,\"%s\"\n", name,
+			strata_simd_name(level), b->threads, rows, cols, nt, gmac, gbs, b->read_gbs,
+			b->cpu);
+}
+
+/* ---- attention ---------------------------------------------------------------- */
+
+struct attnjob {
+	const float *q;
+	const float *k, *v; /* ncache caches, cache floats apart */
+	float *o, *sc;      /* per thread: G x hd outputs, the kernel's scratch */
+	size_t ncache, cache, sc_floats;
+	int G, hd;
+	uint32_t len;
+};
+
+/* Thread ith's caches, one decode step's attention each. */
+static void attn_task(void *arg, int ith, int nth)
+{
+	const struct attnjob *j = arg;
+	const size_t kfl = strata_kt_round(j->len) * (size_t)j->hd;
+	float *o = j->o + (size_t)ith * (size_t)j->G * (size_t)j->hd;
+
+	for (size_t c = (size_t)ith; c < j->ncache; c += (size_t)nth)
+		strata_attn_heads(j->q, (size_t)j->hd, j->G, j->k + c * j->cache, j->hd,
+				  j->v + c * j->cache + kfl, (size_t)j->hd, j->hd, j->len,
+				  1.0f / sqrtf((float)j->hd), o, (size_t)j->hd,
+				  j->sc + (size_t)ith * j->sc_floats);
+}
+
+/*
+ * -T ATTN: b->rows query heads against caches of b->depth positions and
+ * b->head_dim dimensions (keys in tiles, then values), cycled through at
+ * least b->copies_bytes.
+ */
+static int bench_attn(struct bench *b, const struct list *levels)
+{
+	const int G = (int)b->rows, hd = (int)b->head_dim;
+	const uint32_t len = (uint32_t)b->depth;
+	const size_t kfl = strata_kt_round(len) * (size_t)hd, cache = kfl + (size_t)len * (size_t)hd;
+	const size_t bytes = cache * sizeof(float);
+	struct attnjob j = { .G = G, .hd = hd, .len = len, .cache = cache,
+			     .sc_floats = 4 * strata_kt_round(len) };
+	float *kv, *q, *o, *sc;
+
+	j.ncache = b->copies_bytes / bytes + 1;
+	if (j.ncache < (size_t)b->threads)
+		j.ncache = (size_t)b->threads;
+	kv = strata_aligned_alloc(64, j.ncache * bytes);
+	q = malloc((size_t)G * (size_t)hd * sizeof(float));
+	o = malloc((size_t)b->threads * (size_t)G * (size_t)hd * sizeof(float));
+	sc = strata_aligned_alloc(64, (size_t)b->threads * j.sc_floats * sizeof(float));
+	if (!kv || !q || !o || !sc) {
+		strata_aligned_free(kv), free(q), free(o), strata_aligned_free(sc);
+		return -ENOMEM;
+	}
+	fprintf(stderr, "strata-kbench: filling %zu caches of %u positions x %d (%.0f MiB)...\n",
+		j.ncache, len, hd, (double)(j.ncache * bytes) / 1048576);
+	for (size_t i = 0; i < cache; i++)
+		kv[i] = rnd();
+	for (size_t c = 1; c < j.ncache; c++)
+		memcpy(kv + c * cache, kv, bytes);
+	for (int i = 0; i < G * hd; i++)
+		q[i] = rnd();
+	j.q = q, j.k = kv, j.v = kv, j.o = o, j.sc = sc;
+	for (int li = 0; li < levels->n; li++) {
+		double t[64], s;
+
+		if (strata_simd_set((enum strata_simd)levels->v[li]))
+			continue;
+		strata_pool_run(b->pool, attn_task, &j); /* warm-up */
+		for (int r = 0; r < b->reps; r++) {
+			uint64_t t0 = strata_now_ns();
+
+			strata_pool_run(b->pool, attn_task, &j);
+			t[r] = (double)(strata_now_ns() - t0) / 1e9;
+		}
+		s = median(t, b->reps);
+		/* len x hd multiply-adds for the scores and as many for the values, per head */
+		report(b, "ATTN", (enum strata_simd)levels->v[li], G, (long)len, 1,
+		       2.0 * G * (double)hd * len * (double)j.ncache / s / 1e9,
+		       (double)(j.ncache * (2 * (size_t)len * (size_t)hd * sizeof(float))) / s / 1e9);
+		fprintf(stderr, "strata-kbench: ATTN %s: %.1f us a call on each of %d threads\n",
+			strata_simd_name((enum strata_simd)levels->v[li]),
+			s * 1e6 * b->threads / (double)j.ncache, b->threads);
+	}
+	strata_aligned_free(kv), free(q), free(o), strata_aligned_free(sc);
+	return 0;
+}
 
 static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 		      const struct list *tokens)
@@ -329,17 +448,8 @@ static int bench_type(struct bench *b, uint32_t type, const struct list *levels,
 			s = median(t, b->reps);
 			gmac = (double)b->rows * (double)b->cols * (double)nt / s / 1e9;
 			gbs = (double)wb / s / 1e9;
-			char share[16] = "";
-
-			if (nt == 1) /* decode: the share of the read loop's rate */
-				snprintf(share, sizeof(share), "%5.0f%%", 100 * gbs / b->read_gbs);
-			printf("| %-8s | %-6s | %6ld | %9.1f | %7.1f | %6s |\n", name,
-			       strata_simd_name((enum strata_simd)levels->v[li]), nt, gmac, gbs, share);
-			fflush(stdout);
-			if (b->csv)
-				fprintf(b->csv, "%s,%s,%d,%ld,%ld,%ld,%.2f,%.2f,%.2f,\"%s\"\n",
-					name, strata_simd_name((enum strata_simd)levels->v[li]),
-					b->threads, b->rows, b->cols, nt, gmac, gbs, b->read_gbs, b->cpu);
+			report(b, name, (enum strata_simd)levels->v[li], b->rows, b->cols, nt, gmac,
+			       gbs);
 		}
 	}
 	strata_aligned_free(w), free(src), free(m);
@@ -371,11 +481,11 @@ static const char *cpu_name(char *buf, size_t n)
 int main(int argc, char **argv)
 {
 	struct list types, levels, tokens;
-	struct bench b = { .reps = 5, .rows = 1024, .cols = 4096 };
+	struct bench b = { .reps = 5, .rows = 1024, .cols = 4096, .depth = 4096, .head_dim = 64 };
 	const char *csv_path = NULL;
 	char cpu[160];
 	long v, mib = 512;
-	int opt, rc = 0;
+	int opt, rc = 0, rows_set = 0;
 	uint8_t *buf;
 
 	b.threads = strata_cpu_count();
@@ -389,7 +499,7 @@ int main(int argc, char **argv)
 		levels.v[levels.n++] = l;
 	if (!levels.n)
 		levels.v[levels.n++] = STRATA_SIMD_SCALAR;
-	while ((opt = getopt(argc, argv, "t:T:n:l:r:R:K:M:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, "t:T:n:l:r:R:K:M:D:H:o:h")) != -1) {
 		switch (opt) {
 		case 't':
 			if (parse_long(optarg, 1, 1024, &v))
@@ -418,6 +528,7 @@ int main(int argc, char **argv)
 		case 'R':
 			if (parse_long(optarg, 1, 1 << 20, &b.rows))
 				goto bad;
+			rows_set = 1;
 			break;
 		case 'K':
 			if (parse_long(optarg, 256, 1 << 20, &b.cols) || b.cols % 256)
@@ -425,6 +536,14 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			if (parse_long(optarg, 1, 1 << 16, &mib))
+				goto bad;
+			break;
+		case 'D':
+			if (parse_long(optarg, 1, 1 << 20, &b.depth))
+				goto bad;
+			break;
+		case 'H':
+			if (parse_long(optarg, 16, 1024, &b.head_dim) || b.head_dim % 16)
 				goto bad;
 			break;
 		case 'o':
@@ -439,7 +558,8 @@ int main(int argc, char **argv)
 		}
 		continue;
 bad:
-		fprintf(stderr, "strata-kbench: error: bad value '%s' for -%c (-K: a multiple of 256)\n",
+		fprintf(stderr,
+			"strata-kbench: error: bad value '%s' for -%c (-K: a multiple of 256, -H of 16)\n",
 			optarg, opt);
 		return 2;
 	}
@@ -493,8 +613,23 @@ bad:
 	printf("| type     | level  | tokens |   GMAC/s |    GB/s | %% read |\n");
 	printf("|----------|--------|-------:|---------:|--------:|-------:|\n");
 	fflush(stdout);
-	for (int i = 0; i < types.n && !rc; i++)
-		rc = bench_type(&b, (uint32_t)types.v[i], &levels, &tokens);
+	for (int i = 0; i < types.n && !rc; i++) {
+		if (types.v[i] != T_ATTN) {
+			rc = bench_type(&b, (uint32_t)types.v[i], &levels, &tokens);
+			continue;
+		}
+		long rows = b.rows;
+
+		if (!rows_set)
+			b.rows = 4; /* query heads; 1024 is a weight matrix's default */
+		if (b.rows > 64) {
+			fprintf(stderr, "strata-kbench: error: -T ATTN takes up to 64 query heads (-R)\n");
+			rc = -EINVAL;
+			break;
+		}
+		rc = bench_attn(&b, &levels);
+		b.rows = rows;
+	}
 out:
 	if (b.csv)
 		fclose(b.csv);
