@@ -12,7 +12,8 @@
 # (decode, a speculative window, a prompt), and writes build/kbench/kbench.csv, kbench.md (one
 # table per level: GMAC/s by type and token count, and decode's share of
 # the read loop) and kbench.svg (GMAC/s by type, one bar per level and
-# token count). THREADS defaults to 1: per-core figures, which other work
+# token count; ATTN: decode's attention, strata-kbench -T ATTN, one token).
+# THREADS defaults to 1: per-core figures, which other work
 # on the machine disturbs least. gnuplot comes from Debian when missing.
 # Environment: STRATA_BUILD_DIR (default build/).
 set -euo pipefail
@@ -40,23 +41,29 @@ mkdir -p "$out"
 csv=$out/kbench.csv
 rm -f "$csv"
 "$build/strata-kbench" -t "$threads" -n 1,8,64 -M 256 -r 3 -o "$csv" "$@" | tee "$out/kbench.txt"
+# decode's attention (one token, 4 query heads on a KV head of 4096 x 64), unless
+# the arguments chose the types
+case " $* " in *" -T "*) ;; *)
+	"$build/strata-kbench" -t "$threads" -T ATTN -M 256 -r 3 -o "$csv" | tail -n +4 | tee -a "$out/kbench.txt" ;;
+esac
 
 cpu=$(sed -n '2p' "$csv" | awk -F'"' '{ print $2 }')
 read_gbs=$(sed -n '2p' "$csv" | awk -F, '{ print $9 }')
 # One markdown table per level: rows = types, columns = tokens.
-awk -F, -v cpu="$cpu" -v rd="$read_gbs" -v t="$threads" 'NR == 1 { next }
+awk -F, -v cpu="$cpu" -v rd="$read_gbs" -v t="$threads" 'function cell(a, b, c) { return (a, b, c) in g ? sprintf("%.1f", g[a, b, c]) : "-" }
+	NR == 1 { next }
 	{ if (!($2 in seenl)) { seenl[$2] = 1; lv[++nl] = $2 }
 	  if (!($1 in seent)) { seent[$1] = 1; ty[++nt] = $1 }
-	  g[$1, $2, $6] = $7; gb[$1, $2, $6] = $8 }
+	  g[$1, $2, $6] = $7; gb[$1, $2, $6] = $8; rr[$1, $2, $6] = $9 }
 	END {
 		printf "%s, %d thread%s; read loop %.1f GB/s\n", cpu, t, (t > 1 ? "s" : ""), rd
 		for (i = 1; i <= nl; i++) {
 			printf "\n%s:\n\n| type | GMAC/s, 1 token | decode GB/s (share of the read loop) | 8 tokens | 64 tokens |\n|---|---:|---:|---:|---:|\n", lv[i]
 			for (j = 1; j <= nt; j++)
 				if ((ty[j], lv[i], 1) in g)
-					printf "| %s | %.1f | %.1f (%.0f%%) | %.1f | %.1f |\n", ty[j], g[ty[j], lv[i], 1],
-						gb[ty[j], lv[i], 1], 100 * gb[ty[j], lv[i], 1] / rd,
-						g[ty[j], lv[i], 8], g[ty[j], lv[i], 64]
+					printf "| %s | %.1f | %.1f (%.0f%%) | %s | %s |\n", ty[j], g[ty[j], lv[i], 1],
+						gb[ty[j], lv[i], 1], 100 * gb[ty[j], lv[i], 1] / rr[ty[j], lv[i], 1],
+						cell(ty[j], lv[i], 8), cell(ty[j], lv[i], 64)
 		}
 	}' "$csv" >"$out/kbench.md"
 
