@@ -567,6 +567,11 @@ bad:
 		usage(stderr, argv[0]);
 		return 2;
 	}
+	for (int i = 0; i < types.n; i++)
+		if (types.v[i] == T_ATTN && rows_set && b.rows > 64) {
+			fprintf(stderr, "strata-kbench: error: -T ATTN takes up to 64 query heads (-R)\n");
+			return 2;
+		}
 	for (int i = 0; i < levels.n; i++)
 		if (levels.v[i] > (long)strata_simd_detect()) {
 			fprintf(stderr, "strata-kbench: error: this CPU has no %s\n",
@@ -622,14 +627,11 @@ bad:
 
 		if (!rows_set)
 			b.rows = 4; /* query heads; 1024 is a weight matrix's default */
-		if (b.rows > 64) {
-			fprintf(stderr, "strata-kbench: error: -T ATTN takes up to 64 query heads (-R)\n");
-			rc = -EINVAL;
-			break;
-		}
 		rc = bench_attn(&b, &levels);
 		b.rows = rows;
 	}
+	if (rc == -ENOMEM) /* the other errors have said what they were */
+		fprintf(stderr, "strata-kbench: error: out of memory (-M, -R x -K, -D x -H)\n");
 out:
 	if (b.csv)
 		fclose(b.csv);
