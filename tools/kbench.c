@@ -74,7 +74,7 @@ static void usage(FILE *f, const char *argv0)
 		"  -R, -K  rows and columns of W (default 1024 x 4096)\n"
 		"  -M  MiB of weight copies cycled through (default 512)\n"
 		"  -D, -H  -T ATTN: positions and head size of a KV head's cache (default\n"
-		"      4096 x 64); -R: query heads sharing it (default 4)\n"
+		"      4096 x 64); -R: query heads sharing it (default 4); one token, no -n\n"
 		"  -o  append CSV rows to this file\n",
 		argv0);
 }
@@ -286,7 +286,7 @@ static void report(const struct bench *b, const char *name, enum strata_simd lev
 
 struct attnjob {
 	const float *q;
-	const float *k, *v; /* ncache caches, cache floats apart */
+	const float *kv; /* ncache caches, cache floats apart: key tiles, then values */
 	float *o, *sc;      /* per thread: G x hd outputs, the kernel's scratch */
 	size_t ncache, cache, sc_floats;
 	int G, hd;
@@ -301,20 +301,20 @@ static void attn_task(void *arg, int ith, int nth)
 	float *o = j->o + (size_t)ith * (size_t)j->G * (size_t)j->hd;
 
 	for (size_t c = (size_t)ith; c < j->ncache; c += (size_t)nth)
-		strata_attn_heads(j->q, (size_t)j->hd, j->G, j->k + c * j->cache, j->hd,
-				  j->v + c * j->cache + kfl, (size_t)j->hd, j->hd, j->len,
+		strata_attn_heads(j->q, (size_t)j->hd, j->G, j->kv + c * j->cache, j->hd,
+				  j->kv + c * j->cache + kfl, (size_t)j->hd, j->hd, j->len,
 				  1.0f / sqrtf((float)j->hd), o, (size_t)j->hd,
 				  j->sc + (size_t)ith * j->sc_floats);
 }
 
 /*
- * -T ATTN: b->rows query heads against caches of b->depth positions and
+ * -T ATTN: G query heads against caches of b->depth positions and
  * b->head_dim dimensions (keys in tiles, then values), cycled through at
- * least b->copies_bytes.
+ * least b->copies_bytes.  One query token: -n does not apply.
  */
-static int bench_attn(struct bench *b, const struct list *levels)
+static int bench_attn(struct bench *b, int G, const struct list *levels)
 {
-	const int G = (int)b->rows, hd = (int)b->head_dim;
+	const int hd = (int)b->head_dim;
 	const uint32_t len = (uint32_t)b->depth;
 	const size_t kfl = strata_kt_round(len) * (size_t)hd, cache = kfl + (size_t)len * (size_t)hd;
 	const size_t bytes = cache * sizeof(float);
@@ -341,7 +341,7 @@ static int bench_attn(struct bench *b, const struct list *levels)
 		memcpy(kv + c * cache, kv, bytes);
 	for (int i = 0; i < G * hd; i++)
 		q[i] = rnd();
-	j.q = q, j.k = kv, j.v = kv, j.o = o, j.sc = sc;
+	j.q = q, j.kv = kv, j.o = o, j.sc = sc;
 	for (int li = 0; li < levels->n; li++) {
 		double t[64], s;
 
@@ -618,18 +618,10 @@ bad:
 	printf("| type     | level  | tokens |   GMAC/s |    GB/s | %% read |\n");
 	printf("|----------|--------|-------:|---------:|--------:|-------:|\n");
 	fflush(stdout);
-	for (int i = 0; i < types.n && !rc; i++) {
-		if (types.v[i] != T_ATTN) {
-			rc = bench_type(&b, (uint32_t)types.v[i], &levels, &tokens);
-			continue;
-		}
-		long rows = b.rows;
-
-		if (!rows_set)
-			b.rows = 4; /* query heads; 1024 is a weight matrix's default */
-		rc = bench_attn(&b, &levels);
-		b.rows = rows;
-	}
+	for (int i = 0; i < types.n && !rc; i++)
+		/* -R: query heads for ATTN, 4 unless given (1024 is W's default) */
+		rc = types.v[i] == T_ATTN ? bench_attn(&b, rows_set ? (int)b.rows : 4, &levels)
+					  : bench_type(&b, (uint32_t)types.v[i], &levels, &tokens);
 	if (rc == -ENOMEM) /* the other errors have said what they were */
 		fprintf(stderr, "strata-kbench: error: out of memory (-M, -R x -K, -D x -H)\n");
 out:

@@ -44,7 +44,7 @@ rm -f "$csv"
 # decode's attention (one token, 4 query heads on a KV head of 4096 x 64), unless
 # the arguments chose the types
 case " $* " in *" -T "*) ;; *)
-	"$build/strata-kbench" -t "$threads" -T ATTN -M 256 -r 3 -o "$csv" | tail -n +4 | tee -a "$out/kbench.txt" ;;
+	"$build/strata-kbench" -t "$threads" -T ATTN -M 256 -r 3 -o "$csv" | grep '^| ATTN ' | tee -a "$out/kbench.txt" ;;
 esac
 
 cpu=$(sed -n '2p' "$csv" | awk -F'"' '{ print $2 }')

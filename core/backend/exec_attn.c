@@ -135,8 +135,8 @@ int strata_exec_attn(struct strata_exec *x, const struct strata_op *op)
 	 * item is latency-bound on its cold keys and values even when short
 	 * (about 2 us at 32 positions), so the pool pays from 8 positions on
 	 * for bench-qwen3moe (16 heads of 64): with the bound at 32768, the
-	 * op took 9% longer over a tg64 from an empty context (TSC per op,
-	 * AVX2, 2 threads, three alternated pairs). */
+	 * op took about 10% longer over a tg64 from an empty context (TSC per
+	 * op, AVX2, 2 threads, three alternated pairs). */
 	if ((int64_t)a.n * a.n_head * (op->p.attn.pos + a.n) * a.hd < 8192)
 		nth = 1;
 	if (x->pool)
