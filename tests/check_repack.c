@@ -267,6 +267,66 @@ START_TEST(k_products)
 END_TEST
 
 /*
+ * Q6_K repacked at the ends of its range: every value 0 or 63 (v - 32 = -32
+ * or 31), scales -128 or 127, activations all +-max (quantised to -127 or
+ * 127), so each int16 lane of the kernels' pair sums sits at its bound
+ * (8 x 32 x 127 = 32512 for the one-token kernel's four columns).  Bits of
+ * the AVX2 level's GGUF-row product and the exact dot product, alone and
+ * in a batch.
+ */
+START_TEST(q6_k_extremes)
+{
+	const int64_t rows = 16, cols = 512;
+	const size_t rb = strata_type_row_bytes(STRATA_TYPE_Q6_K, cols);
+	const int have_avx2 = strata_simd_detect() >= STRATA_SIMD_AVX2;
+	uint8_t *w;
+	float *x, y0[16 * 2], y1[16 * 2];
+
+	if ((g_lv = tu_simd_level()) < 0)
+		return;
+	w = aligned_alloc(64, rb * (size_t)rows);
+	x = malloc(sizeof(float) * (size_t)cols * 2);
+	ck_assert(w && x);
+	for (int c = 0; c < 8; c++) { /* value 0/63, scale, activation sign */
+		const int vmax = c & 1, sneg = c >> 1 & 1, xneg = c >> 2;
+		struct strata_mat m, r;
+		void *rp;
+
+		for (int64_t i = 0; i < rows * cols / 256; i++) {
+			uint8_t *blk = w + (size_t)i * 210;
+
+			memset(blk, vmax ? 0xff : 0, 192);
+			memset(blk + 192, sneg ? 0x80 : 0x7f, 16);
+			strata_store_fp16(blk + 208, 0.5f);
+		}
+		for (int64_t i = 0; i < cols * 2; i++)
+			x[i] = xneg ? -1.0f : 1.0f;
+		ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q6_K, rows, cols, w), 0);
+		repack(&m, &r, &rp);
+		for (int64_t nt = 1; nt <= 2; nt++) {
+			strata_simd_set(have_avx2 ? STRATA_SIMD_AVX2 : (enum strata_simd)g_lv);
+			strata_matmul(NULL, &m, x, cols, nt, y0, rows);
+			strata_simd_set((enum strata_simd)g_lv);
+			strata_matmul(NULL, &r, x, cols, nt, y1, rows);
+			EXPECT(!have_avx2 || memcmp(y0, y1, sizeof(float) * (size_t)(rows * nt)) == 0,
+			       "%s: case %d, %lld tokens: repacked differs from the AVX2 level's "
+			       "GGUF-row product", strata_simd_name(g_lv), c, (long long)nt);
+			for (int64_t j = 0; j < rows * nt; j++) {
+				double err;
+				const double e = exact_dot(&m, x, j % rows, j / rows, &err);
+
+				EXPECT(fabs(y1[j] - e) <= err, "%s: case %d, output %lld: %g, exact %g",
+				       strata_simd_name(g_lv), c, (long long)j, y1[j], e);
+			}
+		}
+		free(rp);
+	}
+	free(w), free(x);
+	strata_simd_set(strata_simd_detect());
+}
+END_TEST
+
+/*
  * IQ4_NL repacked: at every level, batch and chunking the bits of the
  * scalar level's product over the repacked bytes (the order iq4_nl_r16.h
  * gives every level), within the activations' quantisation error of the
@@ -552,6 +612,7 @@ int main(void)
 	tcase_set_timeout(simd, 300);
 	tcase_add_test(simd, products_bit_equal);
 	tcase_add_loop_test(simd, k_products, 0, 2);
+	tcase_add_test(simd, q6_k_extremes);
 	tcase_add_test(simd, iq4_nl_products);
 	tcase_add_test(simd, many_gathered_bit_equal);
 	tcase_add_test(simd, model_logits_bit_equal);

@@ -5,11 +5,12 @@
  *
  * Each 32-byte half of a column's three planes is eight rows: four vectors
  * of 6-bit values come out of them (q6_k_r16.h), and per token vpmaddubsw
- * makes the pair sums against the broadcast activations; two columns add in
- * int16 (2 x 2 x 63 x 127 fits) before one vpmaddwd applies the rows'
- * sub-block scales.  One token reads both halves in one pass; more take
- * one half at a time, four tokens per tile.  Float order: the one
- * q6_k_r16.h gives for every level.
+ * makes the pair sums against the broadcast activations; they add in int16
+ * before one vpmaddwd applies the rows' sub-block scales.  One token reads
+ * both halves in one pass, a sub-block's four columns from its offsets
+ * (one_token()); more take one half at a time, four tokens per tile, two
+ * columns (2 x 2 x 63 x 127 fits) with the offset from the bsums.  Float
+ * order: the one q6_k_r16.h gives for every level.
  */
 #include <string.h>
 
@@ -63,9 +64,111 @@ AI __m256i pairs(const uint8_t *sc, int ka, int kb, int hf)
 }
 
 /*
+ * The -32 offset of token x's sub-blocks in super-block b, as the pair sums'
+ * two int16 lanes of one row lose it: o[4 j] holds -32 x (x_4c + x_4c+1) in
+ * its low half and -32 x (x_4c+2 + x_4c+3) in its high half, summed over the
+ * four columns c of sub-block j (|sum| <= 32 x 8 x 127 fits).
+ */
+AI void offsets(const int8_t *xq, int32_t o[64])
+{
+	const __m256i k32 = _mm256_set1_epi8(32);
+
+	UNROLL for (int v = 0; v < 8; v++) {
+		__m256i p = _mm256_maddubs_epi16(
+			k32, _mm256_loadu_si256((const __m256i *)(xq + 32 * v)));
+
+		p = _mm256_add_epi16(p, _mm256_srli_si256(p, 8));
+		p = _mm256_add_epi16(p, _mm256_srli_si256(p, 4));
+		_mm256_store_si256((__m256i *)(o + 8 * v), _mm256_sub_epi16(_mm256_setzero_si256(), p));
+	}
+}
+
+/*
+ * Column c of half n, plane ps (and plane 2) at col, both halves: its pair
+ * sums against token x added into lo[hh] and hi[hh].
+ */
+AI void column(const uint8_t *x, int64_t b, int n, int ps, int c, const uint8_t *col,
+	       __m256i lo[2], __m256i hi[2])
+{
+	const uint8_t *cp3 = col + STRATA_Q6K_R16_COL * c;
+	const int8_t *xq = STRATA_Q8K_QS(x) + b * QK + 128 * n + 32 * ps + 4 * c;
+
+	if (!ps)
+		for (int l = 0; l < STRATA_Q6K_R16_COL; l += 64)
+			_mm_prefetch((const char *)cp3 + PF_DIST + l, _MM_HINT_T0);
+	UNROLL for (int hh = 0; hh < 2; hh++) {
+		__m256i vl, vh;
+
+		unpack(_mm256_load_si256((const __m256i *)(cp3 + 64 * ps + 32 * hh)),
+		       _mm256_load_si256((const __m256i *)(cp3 + 128 + 32 * hh)), ps, &vl, &vh);
+		lo[hh] = _mm256_add_epi16(lo[hh], _mm256_maddubs_epi16(vl, bcast32(xq)));
+		hi[hh] = _mm256_add_epi16(hi[hh], _mm256_maddubs_epi16(vh, bcast32(xq + 64)));
+		KEEP(lo[hh]);
+		KEEP(hi[hh]);
+	}
+}
+
+/*
+ * Token 0 against the group at g (all its super-blocks), both halves in one
+ * pass (decode streams the group): y[hh] gets rows 8 hh .. 8 hh + 7.
+ *
+ * A sub-block's four columns add their pair sums in int16 from the token's
+ * offsets (offsets()): each lane then holds sum (v - 32) x over eight
+ * values, at most 32 x 8 x 127 = 32512 in magnitude, so the wrapping adds of
+ * v x (up to 4 x 2 x 63 x 127) come out exact, and one vpmaddwd per
+ * sub-block applies its scales.  tile() needs one per two columns and
+ * eight more a super-block for the offset: 208 multiplies (vpmaddubsw and
+ * vpmaddwd) a super-block against 168 here, which counts where one pipe
+ * multiplies (Zen 1).  On Zen 5, one core, rows in L2: 52-58 -> 56-65 GMAC/s
+ * (two threads from memory read as fast as before, at the memory's rate).
+ * tile()'s halves would compute the offsets twice a super-block (2-4 tokens
+ * 4-5% slower), so they take it from the bsums.
+ */
+static void one_token(const struct strata_mm_args *a, const uint8_t *g, __m256 y[2])
+{
+	const int64_t k = a->k, nb = k / QK;
+	const uint8_t *x = a->x;
+	_Alignas(32) int32_t off[64];
+
+	y[0] = y[1] = _mm256_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		const uint8_t *sb = g + b * SB, *scp = sb + STRATA_Q6K_R16_SC;
+		__m256i is[2] = { _mm256_setzero_si256(), _mm256_setzero_si256() };
+
+		for (int l = STRATA_Q6K_R16_SC; l < SB; l += 64)
+			_mm_prefetch((const char *)sb + PF_DIST + l, _MM_HINT_T0);
+		offsets(STRATA_Q8K_QS(x) + b * QK, off);
+		for (int n = 0; n < 2; n++)
+			for (int cb = 0; cb < 2; cb++) /* columns 4 cb .. 4 cb + 3 */
+				UNROLL for (int ps = 0; ps < 2; ps++) {
+					/* plane ps: qq = ps; with plane 2, qq = ps + 2 */
+					const uint8_t *col = sb + STRATA_Q6K_R16_HALF * n;
+					const int jl = 8 * n + 2 * ps + cb, jh = jl + 4;
+					__m256i lo[2], hi[2];
+
+					lo[0] = lo[1] = _mm256_set1_epi32(off[4 * jl]);
+					hi[0] = hi[1] = _mm256_set1_epi32(off[4 * jh]);
+					UNROLL for (int i = 0; i < 4; i++)
+						column(x, b, n, ps, 4 * cb + i, col, lo, hi);
+					UNROLL for (int hh = 0; hh < 2; hh++)
+						is[hh] = _mm256_add_epi32(is[hh], _mm256_add_epi32(
+							_mm256_madd_epi16(lo[hh], pairs(scp, jl, jl, hh)),
+							_mm256_madd_epi16(hi[hh], pairs(scp, jh, jh, hh))));
+				}
+		UNROLL for (int hh = 0; hh < 2; hh++) {
+			const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(
+				(const __m128i *)(sb + STRATA_Q6K_R16_D + 16 * hh)));
+
+			y[hh] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[hh]),
+				_mm256_mul_ps(d, _mm256_set1_ps(STRATA_Q8K_D(x, k)[b])), y[hh]);
+		}
+	}
+}
+
+/*
  * NT tokens from t0 against halves [h0, h0 + NH) of the group at g (all its
- * super-blocks); NT x NH <= 4.  y[u][hh] gets the eight rows' outputs of
- * token t0 + u, half h0 + hh.
+ * super-blocks), the offset from the bsums; NT x NH <= 4.  y[u][hh] gets the
+ * eight rows' outputs of token t0 + u, half h0 + hh.
  */
 AI void tile(int NT, int NH, const struct strata_mm_args *a, const uint8_t *g, int h0,
 	     int64_t t0, __m256 y[TT][2])
@@ -179,7 +282,6 @@ AI void tile(int NT, int NH, const struct strata_mm_args *a, const uint8_t *g, i
 	{                                                                             \
 		tile(nt, nh, a, g, h0, t0, y);                                        \
 	}
-DEF_TILE(1, 2)
 DEF_TILE(1, 1)
 DEF_TILE(2, 1)
 DEF_TILE(3, 1)
@@ -237,7 +339,7 @@ void strata_q6_k_r16_mm_avx2(const struct strata_mm_args *a)
 		__m256 y[TT][2];
 
 		if (a->nt == 1) {
-			tile_1x2(a, g, 0, 0, y);
+			one_token(a, g, y[0]);
 			_mm256_storeu_ps(a->y + r, y[0][0]);
 			_mm256_storeu_ps(a->y + r + 8, y[0][1]);
 			continue;
