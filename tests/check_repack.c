@@ -268,11 +268,12 @@ END_TEST
 
 /*
  * Q6_K repacked at the ends of its range: every value 0 or 63 (v - 32 = -32
- * or 31), scales -128 or 127, activations all +-max (quantised to -127 or
- * 127), so each int16 lane of the kernels' pair sums sits at its bound
- * (8 x 32 x 127 = 32512 for the one-token kernel's four columns).  Bits of
- * the AVX2 level's GGUF-row product and the exact dot product, alone and
- * in a batch.
+ * or 31), scales -128 or 127, and activations that quantise to -127
+ * everywhere (all equal) or to 127 but for each block's first value (which,
+ * of the largest magnitude, takes -127), so the int16 lanes of the kernels'
+ * pair sums reach both bounds (+-8 x 32 x 127 = +-32512 for the one-token
+ * kernel's four columns).  Bits of the AVX2 level's GGUF-row product and the
+ * exact dot product, alone and in a batch.
  */
 START_TEST(q6_k_extremes)
 {
@@ -287,8 +288,8 @@ START_TEST(q6_k_extremes)
 	w = aligned_alloc(64, rb * (size_t)rows);
 	x = malloc(sizeof(float) * (size_t)cols * 2);
 	ck_assert(w && x);
-	for (int c = 0; c < 8; c++) { /* value 0/63, scale, activation sign */
-		const int vmax = c & 1, sneg = c >> 1 & 1, xneg = c >> 2;
+	for (int c = 0; c < 8; c++) { /* value 0/63, scale sign, activation pattern */
+		const int vmax = c & 1, sneg = c >> 1 & 1, xmix = c >> 2;
 		struct strata_mat m, r;
 		void *rp;
 
@@ -300,7 +301,7 @@ START_TEST(q6_k_extremes)
 			strata_store_fp16(blk + 208, 0.5f);
 		}
 		for (int64_t i = 0; i < cols * 2; i++)
-			x[i] = xneg ? -1.0f : 1.0f;
+			x[i] = !xmix || i % 256 == 0 ? 1.0f : -0.999f;
 		ck_assert_int_eq(strata_mat_init(&m, STRATA_TYPE_Q6_K, rows, cols, w), 0);
 		repack(&m, &r, &rp);
 		for (int64_t nt = 1; nt <= 2; nt++) {
