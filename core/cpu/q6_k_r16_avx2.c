@@ -28,6 +28,7 @@
 #define SB STRATA_Q6K_R16_SB
 #define PF_DIST 6720 /* a first pass's prefetch distance: two super-blocks */
 #define STRATA_Q6K_R16_AVX2_UNPACK 12 /* tokens from which prompts unpack per call */
+#define OFF_NB 256 /* one_token's super-blocks at most (k <= 65536; more: tiles) */
 
 /* Pins v to a register here: left free, GCC computes a column's products
  * for every token first and spills them. */
@@ -64,22 +65,33 @@ AI __m256i pairs(const uint8_t *sc, int ka, int kb, int hf)
 }
 
 /*
- * The -32 offset of token x's sub-blocks in super-block b, as the pair sums'
- * two int16 lanes of one row lose it: o[4 j] holds -32 x (x_4c + x_4c+1) in
- * its low half and -32 x (x_4c+2 + x_4c+3) in its high half, summed over the
- * four columns c of sub-block j (|sum| <= 32 x 8 x 127 fits).
+ * The -32 offset of the sub-blocks of token x (nb super-blocks), as the pair
+ * sums' two int16 lanes of one row lose it: o[16 b + j] holds -32 x (x_4c +
+ * x_4c+1) in its low half and -32 x (x_4c+2 + x_4c+3) in its high half, summed
+ * over the four columns c of sub-block j of super-block b (|sum| <= 32 x 8 x
+ * 127 fits).  Made once per call: they are the same for every row group.
  */
-AI void offsets(const int8_t *xq, int32_t o[64])
+static void offsets(const int8_t *xq, int64_t nb, int32_t *o)
 {
 	const __m256i k32 = _mm256_set1_epi8(32);
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 
-	UNROLL for (int v = 0; v < 8; v++) {
-		__m256i p = _mm256_maddubs_epi16(
-			k32, _mm256_loadu_si256((const __m256i *)(xq + 32 * v)));
+	for (int64_t h = 0; h < 2 * nb; h++) { /* 128 values, 8 sub-blocks */
+		__m256i p[4];
 
-		p = _mm256_add_epi16(p, _mm256_srli_si256(p, 8));
-		p = _mm256_add_epi16(p, _mm256_srli_si256(p, 4));
-		_mm256_store_si256((__m256i *)(o + 8 * v), _mm256_sub_epi16(_mm256_setzero_si256(), p));
+		UNROLL for (int v = 0; v < 4; v++) { /* sub-blocks 2 v, 2 v + 1: dword 0, 4 */
+			p[v] = _mm256_maddubs_epi16(
+				k32, _mm256_loadu_si256((const __m256i *)(xq + 128 * h + 32 * v)));
+			p[v] = _mm256_add_epi16(p[v], _mm256_srli_si256(p[v], 8));
+			p[v] = _mm256_add_epi16(p[v], _mm256_srli_si256(p[v], 4));
+		}
+		/* dwords 0 and 4 of p[0..3], in sub-block order */
+		const __m256i s = _mm256_unpacklo_epi64(_mm256_unpacklo_epi32(p[0], p[1]),
+							_mm256_unpacklo_epi32(p[2], p[3]));
+
+		_mm256_storeu_si256((__m256i *)(o + 8 * h),
+				    _mm256_sub_epi16(_mm256_setzero_si256(),
+						     _mm256_permutevar8x32_epi32(s, order)));
 	}
 }
 
@@ -110,25 +122,27 @@ AI void column(const uint8_t *x, int64_t b, int n, int ps, int c, const uint8_t 
 
 /*
  * Token 0 against the group at g (all its super-blocks), both halves in one
- * pass (decode streams the group): y[hh] gets rows 8 hh .. 8 hh + 7.
+ * pass (decode streams the group), with off from offsets(): y[hh] gets rows
+ * 8 hh .. 8 hh + 7.
  *
  * A sub-block's four columns add their pair sums in int16 from the token's
- * offsets (offsets()): each lane then holds sum (v - 32) x over eight
+ * offsets: each lane then holds sum (v - 32) x over eight
  * values, at most 32 x 8 x 127 = 32512 in magnitude, so the wrapping adds of
  * v x (up to 4 x 2 x 63 x 127) come out exact, and one vpmaddwd per
  * sub-block applies its scales.  tile() needs one per two columns and
  * eight more a super-block for the offset: 208 multiplies (vpmaddubsw and
  * vpmaddwd) a super-block against 168 here, which counts where one pipe
  * multiplies (Zen 1).  On Zen 5, one core, rows in L2: 52-58 -> 56-65 GMAC/s
+ * with the offsets made per row group, about 7% more made once per call
  * (two threads from memory read as fast as before, at the memory's rate).
- * tile()'s halves would compute the offsets twice a super-block (2-4 tokens
- * 4-5% slower), so they take it from the bsums.
+ * The tiles of more tokens keep the bsum route: made per tile-half, the
+ * offsets had cost 2-4 tokens 4-5%.
  */
-static void one_token(const struct strata_mm_args *a, const uint8_t *g, __m256 y[2])
+static void one_token(const struct strata_mm_args *a, const uint8_t *g, const int32_t *off,
+		      __m256 y[2])
 {
 	const int64_t k = a->k, nb = k / QK;
 	const uint8_t *x = a->x;
-	_Alignas(32) int32_t off[64];
 
 	y[0] = y[1] = _mm256_setzero_ps();
 	for (int64_t b = 0; b < nb; b++) {
@@ -137,7 +151,6 @@ static void one_token(const struct strata_mm_args *a, const uint8_t *g, __m256 y
 
 		for (int l = STRATA_Q6K_R16_SC; l < SB; l += 64)
 			_mm_prefetch((const char *)sb + PF_DIST + l, _MM_HINT_T0);
-		offsets(STRATA_Q8K_QS(x) + b * QK, off);
 		for (int n = 0; n < 2; n++)
 			for (int cb = 0; cb < 2; cb++) /* columns 4 cb .. 4 cb + 3 */
 				UNROLL for (int ps = 0; ps < 2; ps++) {
@@ -146,8 +159,8 @@ static void one_token(const struct strata_mm_args *a, const uint8_t *g, __m256 y
 					const int jl = 8 * n + 2 * ps + cb, jh = jl + 4;
 					__m256i lo[2], hi[2];
 
-					lo[0] = lo[1] = _mm256_set1_epi32(off[4 * jl]);
-					hi[0] = hi[1] = _mm256_set1_epi32(off[4 * jh]);
+					lo[0] = lo[1] = _mm256_set1_epi32(off[16 * b + jl]);
+					hi[0] = hi[1] = _mm256_set1_epi32(off[16 * b + jh]);
 					UNROLL for (int i = 0; i < 4; i++)
 						column(x, b, n, ps, 4 * cb + i, col, lo, hi);
 					UNROLL for (int hh = 0; hh < 2; hh++)
@@ -334,12 +347,17 @@ void strata_q6_k_r16_mm_avx2(const struct strata_mm_args *a)
 		return;
 	}
 
+	const int one = a->nt == 1 && a->k / QK <= OFF_NB;
+	int32_t off[16 * OFF_NB];
+
+	if (one)
+		offsets(STRATA_Q8K_QS(a->x), a->k / QK, off);
 	for (int64_t r = 0; r < a->nr; r += STRATA_Q6K_R16_ROWS) {
 		const uint8_t *g = a->w + r * a->w_stride;
 		__m256 y[TT][2];
 
-		if (a->nt == 1) {
-			one_token(a, g, y[0]);
+		if (one) {
+			one_token(a, g, off, y[0]);
 			_mm256_storeu_ps(a->y + r, y[0][0]);
 			_mm256_storeu_ps(a->y + r + 8, y[0][1]);
 			continue;
